@@ -1,0 +1,252 @@
+// Package activities holds every side effect of odaflow. Each activity is
+// idempotent: Temporal may run it again after a worker crash, so every write
+// is a server-side apply, a merge patch or a delete that tolerates 404.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/odaflow/odaflow/oda"
+)
+
+// ErrTypeInvalid is the application error type of a write the apiserver
+// refuses for its content; it matches workflows.ErrTypeInvalid.
+const ErrTypeInvalid = "InvalidObject"
+
+// Kube performs apiserver side effects.
+type Kube struct {
+	Dynamic dynamic.Interface
+	Core    kubernetes.Interface
+	Log     *slog.Logger
+}
+
+// NewKube builds the apiserver activities.
+func NewKube(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *Kube {
+	return &Kube{Dynamic: dyn, Core: core, Log: log}
+}
+
+// ApplyChildrenInput is the desired set of a Component's children.
+type ApplyChildrenInput struct {
+	Owner    oda.Owner   `json:"owner"`
+	Children []oda.Child `json:"children"`
+	// Delete lists children that are no longer desired.
+	Delete []oda.Ref `json:"delete,omitempty"`
+}
+
+// AppliedChild is a child after the apply, with what its Component needs.
+type AppliedChild struct {
+	Kind   string         `json:"kind"`
+	Name   string         `json:"name"`
+	UID    string         `json:"uid"`
+	Status map[string]any `json:"status,omitempty"`
+}
+
+// ApplyChildrenResult lists the applied children in input order.
+type ApplyChildrenResult struct {
+	Children []AppliedChild `json:"children"`
+}
+
+// ApplyChildren server-side-applies every desired child (so a field removed
+// from the spec is removed from the child, and no write can hit a 409), sets
+// the initial status of new notification children and deletes children that
+// are no longer desired.
+func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyChildrenResult, error) {
+	var out ApplyChildrenResult
+	for _, c := range in.Children {
+		kind, ok := oda.KindByName(c.Kind)
+		if !ok {
+			return out, temporal.NewNonRetryableApplicationError("unknown child kind "+c.Kind, ErrTypeInvalid, nil)
+		}
+		obj := &unstructured.Unstructured{Object: oda.ChildObject(in.Owner, c)}
+		body, err := json.Marshal(obj.Object)
+		if err != nil {
+			return out, fmt.Errorf("encode %s %s: %w", c.Kind, c.Name, err)
+		}
+		force := true
+		res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Owner.Namespace)
+		applied, err := res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+		if err != nil {
+			return out, kubeError(fmt.Sprintf("apply %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
+		}
+		status, _, _ := unstructured.NestedMap(applied.Object, "status")
+		if c.InitialStatus != nil && kind.HasStatusSubresource && len(status) == 0 {
+			patch, _ := json.Marshal(map[string]any{"status": c.InitialStatus})
+			if _, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status"); err != nil {
+				return out, kubeError(fmt.Sprintf("initialise status of %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
+			}
+			status = c.InitialStatus
+		}
+		out.Children = append(out.Children, AppliedChild{Kind: c.Kind, Name: c.Name, UID: string(applied.GetUID()), Status: status})
+	}
+	for _, ref := range in.Delete {
+		kind, ok := oda.KindByName(ref.Kind)
+		if !ok {
+			continue
+		}
+		bg := metav1.DeletePropagationBackground
+		err := k.Dynamic.Resource(kind.GVR()).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return out, kubeError("delete "+ref.String(), err)
+		}
+	}
+	return out, nil
+}
+
+// WriteStatusInput is a status write on one ODA resource.
+type WriteStatusInput struct {
+	Ref oda.Ref `json:"ref"`
+	UID string  `json:"uid"`
+	// Status is merged into the object's status (JSON merge patch: objects
+	// merge key by key, lists are replaced whole).
+	Status map[string]any `json:"status"`
+	// ObservedHash is recorded as an annotation: the desired state this
+	// status answers. A restarted watcher skips objects whose hash matches.
+	ObservedHash string `json:"observedHash,omitempty"`
+	// Event, when set, is recorded as a Kubernetes Event on the object.
+	Event *Event `json:"event,omitempty"`
+}
+
+// Event is a Kubernetes Event to record.
+type Event struct {
+	Type    string `json:"type"` // Normal or Warning
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// WriteStatus merge-patches status (and the observed-hash annotation) onto
+// the object, with no resourceVersion: the patch touches only keys odaflow
+// owns, so it needs no optimistic lock and never fails with 409. Writing
+// through the main resource is required: these CRDs have no status
+// subresource.
+func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
+	kind, ok := oda.KindByName(in.Ref.Kind)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
+	}
+	patch := map[string]any{"status": in.Status}
+	if in.ObservedHash != "" {
+		patch["metadata"] = map[string]any{"annotations": map[string]any{oda.AnnotationObservedHash: in.ObservedHash}}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
+	}
+	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	if apierrors.IsNotFound(err) {
+		// Deleted meanwhile: nothing to report on, and the watcher tells the workflow.
+		return nil
+	}
+	if err != nil {
+		return kubeError("write status of "+in.Ref.String(), err)
+	}
+	if in.Event != nil {
+		if err := k.recordEvent(ctx, in.Ref, in.UID, *in.Event); err != nil {
+			// An Event is information, not state: log and go on rather than
+			// repeat the status write.
+			k.Log.Warn("recording event failed", "resource", in.Ref.String(), "reason", in.Event.Reason, "err", err)
+		}
+	}
+	return nil
+}
+
+func (k *Kube) recordEvent(ctx context.Context, ref oda.Ref, uid string, e Event) error {
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s.%s", ref.Name, rand.String(10)),
+			Namespace: ref.Namespace,
+		},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: oda.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace,
+			Name: ref.Name, UID: types.UID(uid),
+		},
+		Reason:              e.Reason,
+		Message:             e.Message,
+		Type:                e.Type,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Source:              corev1.EventSource{Component: "odaflow"},
+		ReportingController: "oda.tmforum.org/odaflow",
+		ReportingInstance:   "odaflow-worker",
+	}
+	_, err := k.Core.CoreV1().Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	return err
+}
+
+// RemoveFinalizersInput names the finalizers to take off an object.
+type RemoveFinalizersInput struct {
+	Ref        oda.Ref  `json:"ref"`
+	UID        string   `json:"uid"`
+	Finalizers []string `json:"finalizers"`
+}
+
+// RemoveFinalizers takes the named finalizers off an object with a JSON
+// patch guarded by a test on the uid, so a new object under the same name is
+// never touched. Other controllers' finalizers stay.
+func (k *Kube) RemoveFinalizers(ctx context.Context, in RemoveFinalizersInput) error {
+	kind, ok := oda.KindByName(in.Ref.Kind)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
+	}
+	res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace)
+	obj, err := res.Get(ctx, in.Ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return kubeError("read "+in.Ref.String(), err)
+	}
+	if string(obj.GetUID()) != in.UID {
+		return nil
+	}
+	remove := map[string]bool{}
+	for _, f := range in.Finalizers {
+		remove[f] = true
+	}
+	var keep []string
+	for _, f := range obj.GetFinalizers() {
+		if !remove[f] {
+			keep = append(keep, f)
+		}
+	}
+	if len(keep) == len(obj.GetFinalizers()) {
+		return nil
+	}
+	patch, _ := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/uid", "value": in.UID},
+		{"op": "replace", "path": "/metadata/finalizers", "value": keep},
+	})
+	_, err = res.Patch(ctx, in.Ref.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return kubeError("remove finalizers of "+in.Ref.String(), err)
+	}
+	return nil
+}
+
+// kubeError wraps an apiserver error for Temporal: content errors (422, 400)
+// do not retry, everything else does.
+func kubeError(what string, err error) error {
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeInvalid, err)
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

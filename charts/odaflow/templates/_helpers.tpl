@@ -1,0 +1,231 @@
+{{/* Chart name, overridable. */}}
+{{- define "odaflow.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Fully qualified app name, truncated so that "<fullname>-watcher" stays within
+63 characters.
+*/}}
+{{- define "odaflow.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 55 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 55 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 55 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "odaflow.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels on every object. */}}
+{{- define "odaflow.labels" -}}
+helm.sh/chart: {{ include "odaflow.chart" . }}
+app.kubernetes.io/name: {{ include "odaflow.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: odaflow
+{{- end }}
+
+{{/* Selector labels of one component: include with (dict "ctx" $ "component" "worker"). */}}
+{{- define "odaflow.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "odaflow.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* All labels of one component: include with (dict "ctx" $ "component" "worker"). */}}
+{{- define "odaflow.componentLabels" -}}
+{{ include "odaflow.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Service account name of one component: include with (dict "ctx" $ "component" "worker"). */}}
+{{- define "odaflow.serviceAccountName" -}}
+{{- $sa := (index .ctx.Values .component).serviceAccount }}
+{{- if $sa.create }}
+{{- default (printf "%s-%s" (include "odaflow.fullname" .ctx) .component) $sa.name }}
+{{- else }}
+{{- default "default" $sa.name }}
+{{- end }}
+{{- end }}
+
+{{/*
+Image reference. Follows the Canvas umbrella convention: global.imageRegistry,
+when set, wins over image.registry. A digest wins over the tag; the tag
+defaults to the chart's appVersion.
+*/}}
+{{- define "odaflow.image" -}}
+{{- $registry := .Values.image.registry }}
+{{- if and .Values.global .Values.global.imageRegistry }}
+{{- $registry = .Values.global.imageRegistry }}
+{{- end }}
+{{- $ref := .Values.image.repository }}
+{{- if $registry }}
+{{- $ref = printf "%s/%s" (trimSuffix "/" $registry) .Values.image.repository }}
+{{- end }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $ref .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $ref (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- end }}
+{{- end }}
+
+{{/*
+imagePullSecrets: global.imagePullSecrets followed by imagePullSecrets, each
+entry a name or an object {name: ...}; duplicates removed.
+*/}}
+{{- define "odaflow.imagePullSecrets" -}}
+{{- $names := list }}
+{{- $global := list }}
+{{- if .Values.global }}{{ $global = .Values.global.imagePullSecrets | default list }}{{ end }}
+{{- range (concat $global (.Values.imagePullSecrets | default list)) }}
+{{- if kindIs "map" . }}
+{{- $names = append $names .name }}
+{{- else }}
+{{- $names = append $names . }}
+{{- end }}
+{{- end }}
+{{- with ($names | uniq) }}
+imagePullSecrets:
+{{- range . }}
+  - name: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Comma-separated watched namespaces (empty = all). */}}
+{{- define "odaflow.namespaces" -}}
+{{- join "," (.Values.watchNamespaces | default list) }}
+{{- end }}
+
+{{/* true when any watchNamespaces entry is a glob. */}}
+{{- define "odaflow.namespacesHaveGlob" -}}
+{{- $glob := false }}
+{{- range (.Values.watchNamespaces | default list) }}
+{{- if regexMatch "[*?\\[]" . }}{{ $glob = true }}{{ end }}
+{{- end }}
+{{- $glob }}
+{{- end }}
+
+{{/* Validates the rbac.scope value against watchNamespaces. */}}
+{{- define "odaflow.validateRBACScope" -}}
+{{- if not (has .Values.rbac.scope (list "cluster" "namespaced")) }}
+{{- fail (printf "rbac.scope must be cluster or namespaced, not %q" .Values.rbac.scope) }}
+{{- end }}
+{{- if eq .Values.rbac.scope "namespaced" }}
+{{- if empty .Values.watchNamespaces }}
+{{- fail "rbac.scope=namespaced needs a non-empty watchNamespaces list" }}
+{{- end }}
+{{- if eq (include "odaflow.namespacesHaveGlob" .) "true" }}
+{{- fail "rbac.scope=namespaced cannot grant access to glob namespaces; list literal names or use rbac.scope=cluster" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Environment and arguments common to the worker and the watcher. The odaflow
+binary reads each flag from the env var named here (see README.md).
+*/}}
+{{- define "odaflow.commonEnv" -}}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: ODAFLOW_TEMPORAL_ADDRESS
+  value: {{ required "temporal.address is required" .Values.temporal.address | quote }}
+- name: ODAFLOW_TEMPORAL_NAMESPACE
+  value: {{ .Values.temporal.namespace | quote }}
+- name: ODAFLOW_TASK_QUEUE
+  value: {{ .Values.temporal.taskQueue | quote }}
+- name: ODAFLOW_NAMESPACES
+  value: {{ include "odaflow.namespaces" . | quote }}
+- name: ODAFLOW_HTTP_ADDRESS
+  value: ":8080"
+- name: ODAFLOW_LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+{{- end }}
+
+{{/* Temporal TLS and API-key flags (files only: secrets never go to env). */}}
+{{- define "odaflow.temporalArgs" -}}
+{{- if .Values.temporal.tls.enabled }}
+{{- $_ := required "temporal.tls.existingSecret is required when temporal.tls.enabled" .Values.temporal.tls.existingSecret }}
+- --temporal-tls-cert=/var/run/secrets/odaflow/temporal-tls/tls.crt
+- --temporal-tls-key=/var/run/secrets/odaflow/temporal-tls/tls.key
+- --temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/ca.crt
+{{- with .Values.temporal.tls.serverName }}
+- --temporal-tls-server-name={{ . }}
+{{- end }}
+{{- end }}
+{{- with .Values.temporal.apiKey.existingSecret }}
+- --temporal-api-key-file=/var/run/secrets/odaflow/temporal-api-key/{{ $.Values.temporal.apiKey.key }}
+{{- end }}
+{{- end }}
+
+{{- define "odaflow.temporalVolumes" -}}
+{{- if .Values.temporal.tls.enabled }}
+- name: temporal-tls
+  secret:
+    secretName: {{ .Values.temporal.tls.existingSecret }}
+    defaultMode: 0440
+{{- end }}
+{{- with .Values.temporal.apiKey.existingSecret }}
+- name: temporal-api-key
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
+
+{{- define "odaflow.temporalVolumeMounts" -}}
+{{- if .Values.temporal.tls.enabled }}
+- name: temporal-tls
+  mountPath: /var/run/secrets/odaflow/temporal-tls
+  readOnly: true
+{{- end }}
+{{- if .Values.temporal.apiKey.existingSecret }}
+- name: temporal-api-key
+  mountPath: /var/run/secrets/odaflow/temporal-api-key
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{/* Pod annotations for Prometheus scraping of /metrics on the http port. */}}
+{{- define "odaflow.metricsAnnotations" -}}
+{{- if .Values.metrics.podAnnotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: "8080"
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
+
+{{/* Container port, probes and security context shared by both Deployments. */}}
+{{- define "odaflow.containerCommon" -}}
+ports:
+  - name: http
+    containerPort: 8080
+    protocol: TCP
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  {{- toYaml .Values.probes.liveness | nindent 2 }}
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: http
+  {{- toYaml .Values.probes.readiness | nindent 2 }}
+securityContext:
+  {{- toYaml .Values.securityContext | nindent 2 }}
+{{- end }}

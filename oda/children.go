@@ -1,0 +1,298 @@
+package oda
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Owner is the Component that children belong to.
+type Owner struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	UID       string            `json:"uid"`
+	Labels    map[string]string `json:"labels,omitempty"`
+}
+
+// Child is one desired child resource of a Component.
+type Child struct {
+	Kind    string         `json:"kind"`
+	Name    string         `json:"name"`
+	Segment Segment        `json:"segment,omitempty"`
+	Spec    map[string]any `json:"spec"`
+	// InitialStatus is written once, on creation, through the status
+	// subresource (notification kinds only).
+	InitialStatus map[string]any `json:"initialStatus,omitempty"`
+}
+
+// Ref is the child's reference in the owner's namespace.
+func (c Child) Ref(namespace string) Ref {
+	return Ref{Kind: c.Kind, Namespace: namespace, Name: c.Name}
+}
+
+// Desired is everything a Component spec asks for.
+type Desired struct {
+	Children []Child `json:"children"`
+	// CanvasSystemRole is needed by the identity step; kept for status.
+	CanvasSystemRole string `json:"canvasSystemRole,omitempty"`
+	// SecretsManagement is the spec block, nil when none is declared.
+	SecretsManagement map[string]any `json:"secretsManagement,omitempty"`
+}
+
+// ByKind returns the desired children of one kind, in declaration order.
+func (d Desired) ByKind(kind string) []Child {
+	var out []Child
+	for _, c := range d.Children {
+		if c.Kind == kind {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// gatewayKeys are lifted out of gatewayConfiguration onto the ExposedAPI spec.
+var gatewayKeys = []string{"apiKeyVerification", "rateLimit", "quota", "OASValidation", "CORS", "template"}
+
+// DesiredChildren works out a Component's children from its spec
+// (oda-behaviour §2.1.1-2.1.7). It returns every problem found, so one
+// status message can list them all.
+func DesiredChildren(component string, spec map[string]any) (Desired, FieldErrors) {
+	var errs FieldErrors
+	if spec == nil {
+		errs.add("spec", "is required")
+		return Desired{}, errs
+	}
+	root := fields{obj: spec, path: "spec", errs: &errs}
+	var d Desired
+	var exposed, dependent []API
+	for _, seg := range Segments {
+		sf := root.child(string(seg))
+		exposed = append(exposed, normalizeAPIs(seg, false, sf.list("exposedAPIs"), sf.path+".exposedAPIs", &errs)...)
+		dependent = append(dependent, normalizeAPIs(seg, true, sf.list("dependentAPIs"), sf.path+".dependentAPIs", &errs)...)
+	}
+	for _, api := range exposed {
+		d.Children = append(d.Children, Child{
+			Kind: KindExposedAPI.Name, Name: ChildName(component, api.Name, api.Version),
+			Segment: api.Segment, Spec: ExposedAPISpec(api),
+		})
+	}
+	for _, api := range dependent {
+		d.Children = append(d.Children, Child{
+			Kind: KindDependentAPI.Name, Name: ChildName(component, api.Name, api.Version),
+			Segment: api.Segment, Spec: DependentAPISpec(api),
+		})
+	}
+
+	sec := root.child(string(SegmentSecurity))
+	d.CanvasSystemRole = sec.str("canvasSystemRole")
+	if d.CanvasSystemRole == "" {
+		errs.add("spec.securityFunction.canvasSystemRole", "is required: the identity step creates this role for the component")
+	} else {
+		d.Children = append(d.Children, Child{
+			Kind: KindIdentityConfig.Name, Name: strings.ToLower(component),
+			Spec: IdentityConfigSpec(d.CanvasSystemRole, sec.list("componentRole"), exposed),
+		})
+	}
+	if sm := sec.object("secretsManagement"); sm != nil {
+		smf := fields{obj: sm, path: "spec.securityFunction.secretsManagement", errs: &errs}
+		if t := smf.str("type"); t != "sideCar" {
+			errs.add(smf.path+".type", "must be sideCar, got %q", t)
+		}
+		if smf.object("podSelector") == nil {
+			errs.add(smf.path+".podSelector", "is required")
+		}
+		d.SecretsManagement = sm
+		d.Children = append(d.Children, Child{
+			Kind: KindSecretsManagement.Name, Name: strings.ToLower(component), Spec: copyMap(sm),
+		})
+	}
+
+	ev := root.child("eventNotification")
+	for _, e := range []struct {
+		key, kind string
+	}{{"publishedEvents", KindPublishedNotification.Name}, {"subscribedEvents", KindSubscribedNotification.Name}} {
+		for i, item := range ev.list(e.key) {
+			p := fmt.Sprintf("%s.%s[%d]", ev.path, e.key, i)
+			obj, ok := item.(map[string]any)
+			if !ok {
+				errs.add(p, "must be an object, got %s", typeName(item))
+				continue
+			}
+			name := fields{obj: obj, path: p, errs: &errs}.str("name")
+			if name == "" {
+				errs.add(p+".name", "is required")
+				continue
+			}
+			d.Children = append(d.Children, Child{
+				Kind: e.kind, Name: strings.ToLower(component + "-" + name), Spec: copyMap(obj),
+				InitialStatus: map[string]any{"uid": "", "status": "initializing", "error": ""},
+			})
+		}
+	}
+	validateNames(d.Children, &errs)
+	return d, errs
+}
+
+// validateNames rejects children Kubernetes would refuse and two children of
+// one kind with the same name (two APIs that normalise alike).
+func validateNames(children []Child, errs *FieldErrors) {
+	seen := map[string]bool{}
+	for _, c := range children {
+		key := c.Kind + "/" + c.Name
+		if seen[key] {
+			errs.add("spec", "two declarations produce the same %s %q; API names (and major versions) must be unique", c.Kind, c.Name)
+			continue
+		}
+		seen[key] = true
+		if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
+			errs.add("metadata.name", "child %s name %q is not a valid Kubernetes name: %s", c.Kind, c.Name, strings.Join(msgs, ", "))
+		}
+	}
+}
+
+// ExposedAPISpec builds an ExposedAPI spec from a normalised API (§2.1.2),
+// plus `id`, which the Python operator drops.
+func ExposedAPISpec(api API) map[string]any {
+	spec := map[string]any{"name": api.Name, "segment": string(api.Segment)}
+	setStr(spec, "id", api.ID)
+	setStr(spec, "apiType", api.APIType)
+	setStr(spec, "implementation", api.Implementation)
+	setStr(spec, "path", api.Path)
+	setStr(spec, "developerUI", api.DeveloperUI)
+	setStr(spec, "apiSDO", api.APISDO)
+	if api.Port != nil {
+		spec["port"] = *api.Port
+	}
+	if api.Resources != nil {
+		spec["resources"] = api.Resources
+	}
+	if api.Required != nil {
+		spec["required"] = *api.Required
+	}
+	for _, k := range gatewayKeys {
+		if v, ok := api.Gateway[k]; ok && v != nil {
+			spec[k] = v
+		}
+	}
+	for k, v := range api.Extra {
+		spec[k] = v
+	}
+	if s := specification(api); s != nil {
+		spec["specification"] = s
+	}
+	return spec
+}
+
+// DependentAPISpec builds a DependentAPI spec (§2.1.3).
+func DependentAPISpec(api API) map[string]any {
+	spec := map[string]any{"name": api.Name, "apiType": api.APIType, "segment": string(api.Segment)}
+	setStr(spec, "id", api.ID)
+	setStr(spec, "apiSDO", api.APISDO)
+	if api.Resources != nil {
+		spec["resources"] = api.Resources
+	}
+	if api.Required != nil {
+		spec["required"] = *api.Required
+	}
+	if s := specification(api); s != nil {
+		spec["specification"] = s
+	}
+	return spec
+}
+
+func specification(api API) map[string]any {
+	if api.URL == "" && api.Version == "" {
+		return nil
+	}
+	s := map[string]any{}
+	setStr(s, "url", api.URL)
+	setStr(s, "version", api.Version)
+	return s
+}
+
+// IdentityConfigSpec builds the IdentityConfig spec (§2.1.5). The party-role
+// and permission-set APIs are derived from the security APIs on every
+// reconcile, not only on creation as the Python operator does.
+func IdentityConfigSpec(canvasSystemRole string, componentRole []any, exposed []API) map[string]any {
+	spec := map[string]any{"canvasSystemRole": canvasSystemRole}
+	if len(componentRole) > 0 {
+		spec["componentRole"] = componentRole
+	}
+	for _, api := range exposed {
+		if api.Segment != SegmentSecurity {
+			continue
+		}
+		name := strings.ToLower(api.Name)
+		ref := func() map[string]any {
+			m := map[string]any{"implementation": api.Implementation, "path": api.Path}
+			if api.Port != nil {
+				m["port"] = *api.Port
+			}
+			return m
+		}
+		if _, done := spec["partyRoleAPI"]; !done && strings.Contains(name, "partyrole") {
+			spec["partyRoleAPI"] = ref()
+		}
+		if _, done := spec["permissionSpecificationSetAPI"]; !done && strings.Contains(name, "userrolesandpermissions") {
+			spec["permissionSpecificationSetAPI"] = ref()
+		}
+	}
+	return spec
+}
+
+// ChildObject is the full object odaflow applies for a child: adopted by the
+// Component (controller owner reference) and carrying the Component's labels.
+func ChildObject(owner Owner, c Child) map[string]any {
+	labels := map[string]any{}
+	for k, v := range owner.Labels {
+		labels[k] = v
+	}
+	if _, ok := labels[LabelComponentName]; !ok {
+		labels[LabelComponentName] = owner.Name
+	}
+	return map[string]any{
+		"apiVersion": APIVersion,
+		"kind":       c.Kind,
+		"metadata": map[string]any{
+			"name":      c.Name,
+			"namespace": owner.Namespace,
+			"labels":    labels,
+			"ownerReferences": []any{map[string]any{
+				"apiVersion":         APIVersion,
+				"kind":               KindComponent.Name,
+				"name":               owner.Name,
+				"uid":                owner.UID,
+				"controller":         true,
+				"blockOwnerDeletion": true,
+			}},
+		},
+		"spec": c.Spec,
+	}
+}
+
+func setStr(m map[string]any, key, v string) {
+	if v != "" {
+		m[key] = v
+	}
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// SortedKeys returns a map's keys in order; workflows iterate maps through it
+// so that replay sees the same order.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

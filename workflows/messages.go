@@ -1,0 +1,96 @@
+// Package workflows holds odaflow's durable lifecycles, one workflow per ODA
+// resource, with ID `<kind>/<namespace>/<name>`. Workflows decide; they call
+// package oda for every rule and package activities for every side effect.
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Signal and query names, shared with the watcher and the CLI.
+const (
+	// SignalResourceEvent carries the resource's own desired state (spec,
+	// labels, deletion) from the watcher.
+	SignalResourceEvent = "resource-event"
+	// SignalChildStatus carries a child's status change to its Component.
+	SignalChildStatus = "child-status"
+	// QueryExplain answers "why is this resource not done?".
+	QueryExplain = "explain"
+)
+
+// ResourceEvent is what the watcher knows of a resource when it changes.
+// It never carries Secret data: only ODA custom resources travel here.
+type ResourceEvent struct {
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+	// Hash identifies the desired state (spec, labels, annotations, deletion
+	// and finalizers), computed by the watcher; equal hashes need no work.
+	Hash   string            `json:"hash"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Spec   map[string]any    `json:"spec,omitempty"`
+	// Status is the object's status as last seen. A new workflow run reads
+	// the children an earlier run (or the Python Canvas) recorded there.
+	Status     map[string]any `json:"status,omitempty"`
+	Finalizers []string       `json:"finalizers,omitempty"`
+	// Deleting is true once metadata.deletionTimestamp is set.
+	Deleting bool `json:"deleting,omitempty"`
+	// Deleted is true when the object is gone from the apiserver.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// ChildStatus is a child's status as its Component needs it.
+type ChildStatus struct {
+	Kind           string `json:"kind"`
+	Name           string `json:"name"`
+	UID            string `json:"uid"`
+	Ready          bool   `json:"ready"`
+	URL            string `json:"url,omitempty"`
+	DeveloperUI    string `json:"developerUI,omitempty"`
+	IP             string `json:"ip,omitempty"`
+	Path           string `json:"path,omitempty"`
+	Port           *int64 `json:"port,omitempty"`
+	Implementation string `json:"implementation,omitempty"`
+	// IdentityProvider and ListenerRegistered come from an IdentityConfig.
+	IdentityProvider   string `json:"identityProvider,omitempty"`
+	ListenerRegistered bool   `json:"listenerRegistered,omitempty"`
+	// Deleted means the child disappeared; the Component re-creates it.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// kubeActivityOptions apply to every apiserver activity. The apiserver is
+// normally fast, so attempts are short; transient failures (apiserver
+// restarts, 429, 5xx) retry with backoff for about two minutes before the
+// workflow marks the resource Failed and schedules its own retry.
+func kubeActivityOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        500 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        8,
+			NonRetryableErrorTypes: []string{ErrTypeInvalid},
+		},
+	})
+}
+
+// ErrTypeInvalid marks an error the apiserver will keep refusing (422, 400):
+// retrying cannot help until the spec changes.
+const ErrTypeInvalid = "InvalidObject"
+
+// retryBackoff is how long a Failed resource waits before trying again on its
+// own: doubling from one minute, at most ten.
+func retryBackoff(failures int) time.Duration {
+	d := time.Minute
+	for i := 1; i < failures && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	if d > 10*time.Minute {
+		d = 10 * time.Minute
+	}
+	return d
+}
