@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/fx"
+	"k8s.io/client-go/tools/clientcmd"
+
+	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/kubeapply"
+	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/watcher"
+	"github.com/odaflow/odaflow/worker"
+)
+
+//go:embed samples/component-productcatalog.yaml
+var sampleComponent []byte
+
+// SearchAttributes odaflow keeps current on its workflows; `make dev`
+// registers them so the Web UI can filter on them.
+var devSearchAttributes = map[string]string{
+	"OdaComponent":     "Keyword",
+	"K8sNamespace":     "Keyword",
+	"OdaKind":          "Keyword",
+	"DeploymentStatus": "Keyword",
+}
+
+func runDev(args []string) error {
+	fset := flag.NewFlagSet("odaflow dev", flag.ContinueOnError)
+	kubeconfig := fset.String("kubeconfig", os.Getenv("KUBECONFIG"), "use this cluster instead of starting one (env KUBECONFIG); the ODA CRDs are installed there")
+	dataDir := fset.String("data-dir", defaultDataDir(), "state of the local stack (etcd data, Temporal database, logs)")
+	sample := fset.Bool("sample", true, "apply the sample productcatalog Component")
+	namespace := fset.String("sample-namespace", "components", "namespace of the sample Component")
+	logLevel := fset.String("log-level", "info", "log level of the worker and the watcher")
+	if err := fset.Parse(args); err != nil {
+		return exitError(2)
+	}
+	ctx, stop := notifyContext()
+	defer stop()
+
+	tools, err := localstack.FindTools()
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	kubeconfigPath := *kubeconfig
+	if kubeconfigPath == "" {
+		kube, err := localstack.StartKube(ctx, localstack.Options{
+			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "kube"), Persist: true, KubePort: 6443, EtcdPort: 2379,
+		})
+		if err != nil {
+			return fmt.Errorf("start kube-apiserver: %w", err)
+		}
+		defer logStop("kubernetes", kube.Stop)
+		kubeconfigPath = kube.KubeconfigPath
+		fmt.Printf("kube-apiserver ready at %s (%s)\n", kube.Host, time.Since(started).Round(time.Millisecond))
+	} else {
+		fmt.Printf("using the cluster of %s\n", kubeconfigPath)
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+	if err != nil {
+		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath, err)
+	}
+	crdDir, err := os.MkdirTemp("", "odaflow-crds-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(crdDir)
+	if err := writeEmbeddedCRDs(crdDir); err != nil {
+		return err
+	}
+	if err := localstack.InstallCRDs(ctx, restCfg, crdDir); err != nil {
+		return fmt.Errorf("install the ODA CRDs: %w", err)
+	}
+
+	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
+		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
+		TemporalPort: 7233, TemporalUIPort: 8233, SearchAttributes: devSearchAttributes,
+	})
+	if err != nil {
+		return fmt.Errorf("start the Temporal dev server: %w", err)
+	}
+	defer logStop("temporal", temporal.Stop)
+
+	common := config.Common{
+		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
+		TaskQueue: "odaflow", LogLevel: *logLevel,
+	}
+	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway", IngressSelector: "istio=ingressgateway"}
+	wcfg.HTTPAddress = "127.0.0.1:8081"
+	vcfg := config.Watcher{Common: common}
+	vcfg.HTTPAddress = "127.0.0.1:8082"
+	apps := []*fx.App{worker.New(wcfg), watcher.NewApp(vcfg)}
+	for _, app := range apps {
+		if err := app.Start(ctx); err != nil {
+			return err
+		}
+		defer func(app *fx.App) {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = app.Stop(stopCtx)
+		}(app)
+	}
+
+	if *sample {
+		if err := kubeapply.Apply(ctx, restCfg, namespaceManifest(*namespace), ""); err != nil {
+			return fmt.Errorf("create namespace %s: %w", *namespace, err)
+		}
+		if err := kubeapply.Apply(ctx, restCfg, sampleComponent, *namespace); err != nil {
+			return fmt.Errorf("apply the sample Component: %w", err)
+		}
+	}
+	fmt.Printf(`
+odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
+
+  Temporal Web UI   %s/namespaces/default/workflows
+  kubeconfig        %s
+  watch components  kubectl --kubeconfig %s get components -A -w
+  worker metrics    http://127.0.0.1:8081/metrics   watcher metrics http://127.0.0.1:8082/metrics
+  state and logs    %s
+
+`, time.Since(started).Round(time.Millisecond), temporal.UIAddress, kubeconfigPath, kubeconfigPath, *dataDir)
+	<-ctx.Done()
+	fmt.Println("\nstopping...")
+	return nil
+}
+
+func defaultDataDir() string {
+	if root, err := localstack.RepoRoot(); err == nil {
+		return filepath.Join(root, ".dev")
+	}
+	return filepath.Join(os.TempDir(), "odaflow-dev")
+}
+
+func writeEmbeddedCRDs(dir string) error {
+	return fs.WalkDir(odaflowchart.CRDs, "crds", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := odaflowchart.CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o600)
+	})
+}
+
+func namespaceManifest(name string) []byte {
+	return fmt.Appendf(nil, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", name)
+}
+
+func logStop(what string, stop func() error) {
+	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "stopping %s: %v\n", what, err)
+	}
+}

@@ -1,0 +1,132 @@
+// Command odaflow is the ODA Canvas control plane on Temporal. One binary,
+// one subcommand per process:
+//
+//	odaflow worker    runs workflows and activities
+//	odaflow watcher   turns Kubernetes events into workflow signals
+//	odaflow dev       a whole local stack (apiserver, Temporal, worker, watcher)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/fx"
+
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/watcher"
+	"github.com/odaflow/odaflow/worker"
+)
+
+const usage = `odaflow: the ODA Canvas control plane on Temporal
+
+Usage:
+  odaflow worker  [flags]   run the Temporal worker (workflows and activities)
+  odaflow watcher [flags]   run the watcher (Kubernetes events -> workflow signals)
+  odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
+  odaflow version
+
+Run "odaflow <command> -h" for the flags of a command.
+`
+
+// version is stamped at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	var err error
+	switch cmd {
+	case "worker":
+		err = runWorker(args)
+	case "watcher":
+		err = runWatcher(args)
+	case "dev":
+		err = runDev(args)
+	case "version":
+		fmt.Println(version)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "odaflow: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "odaflow %s: %v\n", cmd, err)
+		var exit exitError
+		if errors.As(err, &exit) {
+			os.Exit(int(exit))
+		}
+		os.Exit(1)
+	}
+}
+
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
+
+func parse(fs *flag.FlagSet, args []string, validate func() error) error {
+	if err := fs.Parse(args); err != nil {
+		return exitError(2)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fs.Args())
+	}
+	if err := validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return nil
+}
+
+func runWorker(args []string) error {
+	var cfg config.Worker
+	fs := flag.NewFlagSet("odaflow worker", flag.ContinueOnError)
+	cfg.Bind(fs)
+	if err := parse(fs, args, cfg.Validate); err != nil {
+		return err
+	}
+	return runApp(worker.New(cfg))
+}
+
+func runWatcher(args []string) error {
+	var cfg config.Watcher
+	fs := flag.NewFlagSet("odaflow watcher", flag.ContinueOnError)
+	cfg.Bind(fs)
+	if err := parse(fs, args, cfg.Validate); err != nil {
+		return err
+	}
+	return runApp(watcher.NewApp(cfg))
+}
+
+// runApp runs an fx app until SIGINT/SIGTERM, then stops it gracefully.
+func runApp(app *fx.App) error {
+	if err := app.Err(); err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := app.Start(ctx); err != nil {
+		return err
+	}
+	sig := <-app.Wait()
+	stopCtx, cancel := context.WithTimeout(ctx, app.StopTimeout())
+	defer cancel()
+	if err := app.Stop(stopCtx); err != nil {
+		return err
+	}
+	if sig.ExitCode != 0 {
+		return exitError(sig.ExitCode)
+	}
+	return nil
+}
+
+// notifyContext is cancelled by Ctrl-C or SIGTERM.
+func notifyContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

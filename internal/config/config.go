@@ -1,0 +1,183 @@
+// Package config reads odaflow's configuration from flags and environment
+// variables (a flag wins over its variable) and validates it at start.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// Common is shared by every odaflow process.
+type Common struct {
+	Kubeconfig        string
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+	Namespaces        []string
+	HTTPAddress       string
+	LogLevel          string
+	TLSCert           string
+	TLSKey            string
+	TLSCA             string
+	TLSServerName     string
+	// APIKeyFile holds the Temporal API key; the key itself never passes
+	// through flags or the environment.
+	APIKeyFile string
+}
+
+// Worker configures `odaflow worker`.
+type Worker struct {
+	Common
+	Gateway          string
+	IstioGateway     string
+	PublicHostname   string
+	IngressSelector  string
+	IngressNamespace string
+}
+
+// Watcher configures `odaflow watcher`.
+type Watcher struct {
+	Common
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	Identity                string
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+type listFlag struct{ v *[]string }
+
+func (l listFlag) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	*l.v = SplitList(s)
+	return nil
+}
+
+// SplitList splits a comma-separated list, dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Bind registers the common flags.
+func (c *Common) Bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
+	fs.StringVar(&c.TemporalAddress, "temporal-address", env("ODAFLOW_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env ODAFLOW_TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("ODAFLOW_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env ODAFLOW_TEMPORAL_NAMESPACE)")
+	fs.StringVar(&c.TaskQueue, "task-queue", env("ODAFLOW_TASK_QUEUE", "odaflow"), "Temporal task queue (env ODAFLOW_TASK_QUEUE)")
+	c.Namespaces = SplitList(env("ODAFLOW_NAMESPACES", ""))
+	fs.Var(listFlag{&c.Namespaces}, "namespaces", "namespaces to serve, comma-separated, globs allowed (components,odacompns-*); empty serves all (env ODAFLOW_NAMESPACES)")
+	fs.StringVar(&c.HTTPAddress, "http-address", env("ODAFLOW_HTTP_ADDRESS", ":8080"), "address of /healthz, /readyz and /metrics (env ODAFLOW_HTTP_ADDRESS)")
+	fs.StringVar(&c.LogLevel, "log-level", env("ODAFLOW_LOG_LEVEL", "info"), "debug, info, warn or error (env ODAFLOW_LOG_LEVEL)")
+	fs.StringVar(&c.TLSCert, "temporal-tls-cert", env("ODAFLOW_TEMPORAL_TLS_CERT", ""), "client certificate file for mTLS to Temporal")
+	fs.StringVar(&c.TLSKey, "temporal-tls-key", env("ODAFLOW_TEMPORAL_TLS_KEY", ""), "client key file for mTLS to Temporal")
+	fs.StringVar(&c.TLSCA, "temporal-tls-ca", env("ODAFLOW_TEMPORAL_TLS_CA", ""), "CA file to verify the Temporal server")
+	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", env("ODAFLOW_TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify on the Temporal certificate")
+	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
+}
+
+// Validate reports every problem at once, so a misconfigured pod says
+// everything that is wrong in one log line.
+func (c Common) Validate() error {
+	var errs []error
+	if _, port, err := net.SplitHostPort(c.TemporalAddress); err != nil || port == "" {
+		errs = append(errs, fmt.Errorf("--temporal-address %q must be host:port", c.TemporalAddress))
+	}
+	if c.TemporalNamespace == "" {
+		errs = append(errs, errors.New("--temporal-namespace must not be empty"))
+	}
+	if c.TaskQueue == "" {
+		errs = append(errs, errors.New("--task-queue must not be empty"))
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddress); err != nil {
+		errs = append(errs, fmt.Errorf("--http-address %q must be [host]:port", c.HTTPAddress))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))
+	}
+	for _, f := range []struct{ flag, path string }{
+		{"--kubeconfig", c.Kubeconfig}, {"--temporal-tls-cert", c.TLSCert}, {"--temporal-tls-key", c.TLSKey},
+		{"--temporal-tls-ca", c.TLSCA}, {"--temporal-api-key-file", c.APIKeyFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.flag, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Gateways odaflow can drive.
+var Gateways = []string{"istio", "kong", "kong-admin", "apisix"}
+
+// Bind registers the worker's flags.
+func (w *Worker) Bind(fs *flag.FlagSet) {
+	w.Common.Bind(fs)
+	fs.StringVar(&w.Gateway, "gateway", env("ODAFLOW_GATEWAY", "istio"), "API gateway: istio, kong, kong-admin or apisix (env ODAFLOW_GATEWAY)")
+	fs.StringVar(&w.IstioGateway, "istio-gateway", env("ODAFLOW_ISTIO_GATEWAY", "components/component-gateway"), "Istio Gateway the VirtualServices bind to (env ODAFLOW_ISTIO_GATEWAY)")
+	fs.StringVar(&w.PublicHostname, "public-hostname", env("ODAFLOW_PUBLIC_HOSTNAME", ""), "public host name of the gateway; overrides the load-balancer address (env ODAFLOW_PUBLIC_HOSTNAME)")
+	fs.StringVar(&w.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
+	fs.StringVar(&w.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
+}
+
+// Validate checks the worker's configuration.
+func (w Worker) Validate() error {
+	errs := []error{w.Common.Validate()}
+	ok := false
+	for _, g := range Gateways {
+		ok = ok || g == w.Gateway
+	}
+	if !ok {
+		errs = append(errs, fmt.Errorf("--gateway %q must be one of %s", w.Gateway, strings.Join(Gateways, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// Bind registers the watcher's flags.
+func (w *Watcher) Bind(fs *flag.FlagSet) {
+	w.Common.Bind(fs)
+	le, _ := strconv.ParseBool(env("ODAFLOW_LEADER_ELECT", "true"))
+	fs.BoolVar(&w.LeaderElect, "leader-elect", le, "elect one active watcher with a Lease (env ODAFLOW_LEADER_ELECT)")
+	fs.StringVar(&w.LeaderElectionNamespace, "leader-election-namespace", env("POD_NAMESPACE", "default"), "namespace of the Lease (env POD_NAMESPACE)")
+	fs.StringVar(&w.LeaderElectionID, "leader-election-id", env("ODAFLOW_LEADER_ELECTION_ID", "odaflow-watcher"), "name of the Lease")
+	host, _ := os.Hostname()
+	fs.StringVar(&w.Identity, "identity", env("POD_NAME", host), "this replica's identity in the Lease (env POD_NAME)")
+}
+
+// Validate checks the watcher's configuration.
+func (w Watcher) Validate() error {
+	errs := []error{w.Common.Validate()}
+	if w.LeaderElect && (w.LeaderElectionNamespace == "" || w.LeaderElectionID == "" || w.Identity == "") {
+		errs = append(errs, errors.New("leader election needs --leader-election-namespace, --leader-election-id and --identity"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,250 @@
+// Package runtime provides what every odaflow process needs, as fx
+// constructors: a structured logger, a Prometheus registry, Kubernetes
+// clients, a Temporal client and the HTTP server for health and metrics.
+package runtime
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.uber.org/fx"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/odaflow/odaflow/internal/config"
+)
+
+// NewLogger is a JSON slog logger at the configured level.
+func NewLogger(c config.Common) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.LogLevel))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// NewRegistry is the process's Prometheus registry, with Go and process metrics.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// RESTConfig loads the kubeconfig, or the in-cluster config when none is given.
+func RESTConfig(c config.Common) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if c.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	// odaflow batches its writes; these limits only guard against a bug.
+	cfg.QPS, cfg.Burst = 200, 400
+	cfg.UserAgent = "odaflow"
+	return cfg, nil
+}
+
+// Kube bundles the Kubernetes clients.
+type Kube struct {
+	fx.Out
+	Config  *rest.Config
+	Dynamic dynamic.Interface
+	Core    kubernetes.Interface
+}
+
+// NewKube builds the Kubernetes clients. It does not contact the apiserver:
+// an unreachable apiserver shows in /readyz and in retried calls, not as a
+// failed start.
+func NewKube(c config.Common) (Kube, error) {
+	cfg, err := RESTConfig(c)
+	if err != nil {
+		return Kube{}, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return Kube{}, fmt.Errorf("dynamic client: %w", err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Kube{}, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return Kube{Config: cfg, Dynamic: dyn, Core: core}, nil
+}
+
+// TemporalOptions builds the client options from the configuration.
+func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registerer) (client.Options, error) {
+	opts := client.Options{
+		HostPort:  c.TemporalAddress,
+		Namespace: c.TemporalNamespace,
+		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-sdk")),
+	}
+	if reg != nil {
+		opts.MetricsHandler = NewTemporalMetrics(reg)
+	}
+	if c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "" {
+		tc := &tls.Config{ServerName: c.TLSServerName, MinVersion: tls.VersionTLS12}
+		if c.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+			if err != nil {
+				return opts, fmt.Errorf("temporal client certificate: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{cert}
+		}
+		if c.TLSCA != "" {
+			pem, err := os.ReadFile(c.TLSCA)
+			if err != nil {
+				return opts, fmt.Errorf("temporal CA: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return opts, errors.New("temporal CA: no certificate found in " + c.TLSCA)
+			}
+			tc.RootCAs = pool
+		}
+		opts.ConnectionOptions.TLS = tc
+	}
+	if c.APIKeyFile != "" {
+		b, err := os.ReadFile(c.APIKeyFile)
+		if err != nil {
+			return opts, fmt.Errorf("temporal API key: %w", err)
+		}
+		opts.Credentials = client.NewAPIKeyStaticCredentials(strings.TrimSpace(string(b)))
+		if opts.ConnectionOptions.TLS == nil {
+			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	return opts, nil
+}
+
+// NewTemporal is a lazy Temporal client: it connects on first use, so an
+// unreachable server delays work (with retries) instead of failing the start.
+func NewTemporal(lc fx.Lifecycle, c config.Common, log *slog.Logger, reg *prometheus.Registry) (client.Client, error) {
+	opts, err := TemporalOptions(c, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := client.NewLazyClient(opts)
+	if err != nil {
+		return nil, fmt.Errorf("temporal client: %w", err)
+	}
+	lc.Append(fx.StopHook(cl.Close))
+	return cl, nil
+}
+
+// Health tracks readiness: every check must pass. Checks run on request,
+// each bounded by a short timeout, and their results are cached briefly so
+// probes cannot overload the dependencies.
+type Health struct {
+	checks  []namedCheck
+	cached  atomic.Pointer[healthResult]
+	maxAge  time.Duration
+	timeout time.Duration
+}
+
+type namedCheck struct {
+	name string
+	fn   func(context.Context) error
+}
+
+type healthResult struct {
+	at  time.Time
+	err error
+}
+
+// NewHealth builds an empty readiness tracker.
+func NewHealth() *Health { return &Health{maxAge: 2 * time.Second, timeout: 3 * time.Second} }
+
+// Add registers a readiness check.
+func (h *Health) Add(name string, fn func(context.Context) error) {
+	h.checks = append(h.checks, namedCheck{name, fn})
+}
+
+// Ready runs (or reuses) the checks.
+func (h *Health) Ready(ctx context.Context) error {
+	if r := h.cached.Load(); r != nil && time.Since(r.at) < h.maxAge {
+		return r.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, h.timeout)
+	defer cancel()
+	var errs []error
+	for _, c := range h.checks {
+		if err := c.fn(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.name, err))
+		}
+	}
+	err := errors.Join(errs...)
+	h.cached.Store(&healthResult{at: time.Now(), err: err})
+	return err
+}
+
+// KubeCheck is ready when the apiserver answers /readyz.
+func KubeCheck(core kubernetes.Interface) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return core.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+}
+
+// TemporalCheck is ready when the Temporal frontend answers.
+func TemporalCheck(cl client.Client) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := cl.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
+}
+
+// ServeHTTP serves /healthz (the process is alive), /readyz (its
+// dependencies answer) and /metrics for the life of the fx app.
+func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, health *Health, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := health.Ready(r.Context()); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Addr: c.HTTPAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			ln, err := net.Listen("tcp", c.HTTPAddress)
+			if err != nil {
+				return fmt.Errorf("listen on %s: %w", c.HTTPAddress, err)
+			}
+			log.Info("serving health and metrics", "address", ln.Addr().String())
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("http server stopped", "err", err)
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
+	})
+}
+
+// Module provides the shared constructors.
+var Module = fx.Options(
+	fx.Provide(NewLogger, NewRegistry, NewKube, NewTemporal, NewHealth),
+	fx.Invoke(ServeHTTP),
+)

@@ -1,0 +1,127 @@
+package watcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/runtime"
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/workflows"
+)
+
+// DefaultLifecycles are the kinds that have their own workflow.
+func DefaultLifecycles() map[string]Lifecycle {
+	return map[string]Lifecycle{
+		oda.KindComponent.Name: {
+			Workflow: workflows.ComponentWorkflow,
+			Input: func(ns, name string) any {
+				return workflows.ComponentInput{Namespace: ns, Name: name}
+			},
+		},
+	}
+}
+
+// NewApp builds the watcher process.
+func NewApp(cfg config.Watcher) *fx.App {
+	return fx.New(
+		fx.Supply(cfg, cfg.Common),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
+			return &fxevent.SlogLogger{Logger: log.With("component", "fx")}
+		}),
+		runtime.Module,
+		fx.Invoke(runApp),
+	)
+}
+
+func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dynamic.Interface, core kubernetes.Interface,
+	temporal client.Client, reg *prometheus.Registry, health *runtime.Health, log *slog.Logger) error {
+	filter, err := NewNamespaceFilter(cfg.Namespaces)
+	if err != nil {
+		return err
+	}
+	metrics := NewMetrics(reg)
+	health.Add("kubernetes", runtime.KubeCheck(core))
+	health.Add("temporal", runtime.TemporalCheck(temporal))
+	newWatcher := func() *Watcher {
+		return New(Config{Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles()}, dyn, temporal, log.With("component", "watcher"), metrics)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				if !cfg.LeaderElect {
+					if err := newWatcher().Run(ctx); err != nil {
+						log.Error("watcher stopped", "err", err)
+						_ = shutdown.Shutdown(fx.ExitCode(1))
+					}
+					return
+				}
+				runElected(ctx, cfg, core, log, newWatcher, shutdown)
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			<-done
+			return nil
+		},
+	})
+	return nil
+}
+
+// runElected acts only while this replica holds the Lease. Losing it ends
+// the process (the pod restarts and rejoins as a candidate), the simplest
+// way to be sure two replicas never act at once.
+func runElected(ctx context.Context, cfg config.Watcher, core kubernetes.Interface, log *slog.Logger, newWatcher func() *Watcher, shutdown fx.Shutdowner) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1ObjectMeta(cfg.LeaderElectionNamespace, cfg.LeaderElectionID),
+		Client:     core.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
+	}
+	leaderelection.RunOrDie(ctx, leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		ReleaseOnCancel: true,
+		LeaseDuration:   15 * time.Second,
+		RenewDeadline:   10 * time.Second,
+		RetryPeriod:     2 * time.Second,
+		Name:            cfg.LeaderElectionID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.Info("leading; watching", "identity", cfg.Identity)
+				if err := newWatcher().Run(ctx); err != nil {
+					log.Error("watcher stopped", "err", err)
+				}
+			},
+			OnStoppedLeading: func() {
+				if ctx.Err() == nil {
+					log.Warn("lost the lease; exiting so that one replica acts", "identity", cfg.Identity)
+					_ = shutdown.Shutdown(fx.ExitCode(1))
+				}
+			},
+			OnNewLeader: func(id string) {
+				if id != cfg.Identity {
+					log.Info(fmt.Sprintf("%s leads; standing by", id))
+				}
+			},
+		},
+	})
+}
+
+func metav1ObjectMeta(ns, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: ns, Name: name}
+}

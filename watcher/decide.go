@@ -1,0 +1,164 @@
+package watcher
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/workflows"
+)
+
+// NamespaceFilter decides which namespaces odaflow serves: a list of names
+// and globs (`components`, `odacompns-*`); an empty list serves every one.
+type NamespaceFilter struct {
+	patterns []string
+}
+
+// NewNamespaceFilter validates the patterns.
+func NewNamespaceFilter(patterns []string) (NamespaceFilter, error) {
+	var out []string
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, err := path.Match(p, ""); err != nil {
+			return NamespaceFilter{}, &BadPatternError{Pattern: p, Err: err}
+		}
+		out = append(out, p)
+	}
+	return NamespaceFilter{patterns: out}, nil
+}
+
+// BadPatternError is a namespace glob that does not parse.
+type BadPatternError struct {
+	Pattern string
+	Err     error
+}
+
+func (e *BadPatternError) Error() string {
+	return "namespace pattern " + e.Pattern + " is not a valid glob: " + e.Err.Error()
+}
+
+// Matches reports whether the namespace is served.
+func (f NamespaceFilter) Matches(ns string) bool {
+	if len(f.patterns) == 0 {
+		return true
+	}
+	for _, p := range f.patterns {
+		if ok, _ := path.Match(p, ns); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ignoredAnnotations change on every write by a controller and say nothing
+// about the desired state.
+var ignoredAnnotations = map[string]bool{
+	oda.AnnotationObservedHash:                         true,
+	"kopf.zalando.org/last-handled-configuration":      true,
+	"kubectl.kubernetes.io/last-applied-configuration": true,
+}
+
+// DesiredStateHash identifies what a resource's workflow acts on: spec,
+// labels, annotations (but the bookkeeping ones), finalizers and deletion.
+// Status is left out on purpose: these CRDs have no status subresource, so
+// every status write by odaflow (or anyone) fires a watch event, and
+// re-driving the workflow for its own write would loop.
+func DesiredStateHash(obj *unstructured.Unstructured) string {
+	annotations := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		if !ignoredAnnotations[k] {
+			annotations[k] = v
+		}
+	}
+	spec := obj.Object["spec"]
+	b, _ := json.Marshal(struct {
+		Spec        any               `json:"spec"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
+		Finalizers  []string          `json:"finalizers"`
+		Deleting    bool              `json:"deleting"`
+	}{spec, obj.GetLabels(), annotations, obj.GetFinalizers(), obj.GetDeletionTimestamp() != nil})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// ResourceEventOf builds the signal a resource's workflow receives.
+func ResourceEventOf(obj *unstructured.Unstructured) workflows.ResourceEvent {
+	spec, _ := obj.Object["spec"].(map[string]any)
+	status, _ := obj.Object["status"].(map[string]any)
+	return workflows.ResourceEvent{
+		UID:        string(obj.GetUID()),
+		Generation: obj.GetGeneration(),
+		Hash:       DesiredStateHash(obj),
+		Labels:     obj.GetLabels(),
+		Spec:       spec,
+		Status:     status,
+		Finalizers: obj.GetFinalizers(),
+		Deleting:   obj.GetDeletionTimestamp() != nil,
+	}
+}
+
+// ParentComponent is the Component that controls a child, from its
+// controller owner reference.
+func ParentComponent(obj *unstructured.Unstructured) (string, bool) {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == oda.KindComponent.Name && strings.HasPrefix(ref.APIVersion, oda.Group+"/") && ref.Controller != nil && *ref.Controller {
+			return ref.Name, true
+		}
+	}
+	return "", false
+}
+
+// ChildStatusOf digests a child for its Component.
+func ChildStatusOf(kind string, obj *unstructured.Unstructured) workflows.ChildStatus {
+	status, _ := obj.Object["status"].(map[string]any)
+	return workflows.ChildStatusFromObject(kind, obj.GetName(), string(obj.GetUID()), status)
+}
+
+// ParentKnows reports whether the Component's status already reflects the
+// child's status, so a restarted watcher need not tell it again.
+func ParentKnows(parent *unstructured.Unstructured, child workflows.ChildStatus) bool {
+	status, _ := parent.Object["status"].(map[string]any)
+	if status == nil {
+		return false
+	}
+	switch child.Kind {
+	case oda.KindExposedAPI.Name, oda.KindDependentAPI.Name:
+		for _, seg := range oda.Segments {
+			key := seg.ExposedStatusKey()
+			if child.Kind == oda.KindDependentAPI.Name {
+				key = seg.DependentStatusKey()
+			}
+			items, _ := status[key].([]any)
+			for _, it := range items {
+				m, _ := it.(map[string]any)
+				if m["name"] != child.Name {
+					continue
+				}
+				url, _ := m["url"].(string)
+				ready, _ := m["ready"].(bool)
+				uid, _ := m["uid"].(string)
+				return uid == child.UID && ready == child.Ready && url == child.URL
+			}
+		}
+	case oda.KindIdentityConfig.Name:
+		id, _ := status["identityConfig"].(map[string]any)
+		provider, _ := id["identityProvider"].(string)
+		listener, _ := id["listenerRegistered"].(bool)
+		return provider == child.IdentityProvider && listener == child.ListenerRegistered
+	case oda.KindSecretsManagement.Name:
+		sm, _ := status["securitySecretsManagement"].(map[string]any)
+		ready, _ := sm["ready"].(bool)
+		uid, _ := sm["uid"].(string)
+		return uid == child.UID && ready == child.Ready
+	}
+	return false
+}

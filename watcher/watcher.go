@@ -1,0 +1,403 @@
+// Package watcher turns Kubernetes events on ODA resources into Temporal
+// signals: one workflow per resource (signal-with-start), and child status
+// changes to the owning Component's workflow. It decides on hashes of what
+// matters, so its own status writes and restarts re-drive nothing.
+package watcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/workflows"
+)
+
+// Signaller is the part of the Temporal client the watcher uses.
+type Signaller interface {
+	SignalWithStartWorkflow(ctx context.Context, workflowID string, signalName string, signalArg any,
+		options client.StartWorkflowOptions, workflow any, workflowArgs ...any) (client.WorkflowRun, error)
+	SignalWorkflow(ctx context.Context, workflowID string, runID string, signalName string, arg any) error
+}
+
+// Lifecycle says how a kind's own workflow is started.
+type Lifecycle struct {
+	Workflow any
+	// Input builds the workflow's start argument.
+	Input func(namespace, name string) any
+}
+
+// Config configures a Watcher.
+type Config struct {
+	Namespaces NamespaceFilter
+	TaskQueue  string
+	// Lifecycles maps a Kind name to its workflow. Kinds without one are
+	// watched only to tell their Component about status changes.
+	Lifecycles map[string]Lifecycle
+	// Workers is the number of goroutines sending signals.
+	Workers int
+}
+
+// Watcher is the event → signal bridge.
+type Watcher struct {
+	cfg     Config
+	dyn     dynamic.Interface
+	temp    Signaller
+	log     *slog.Logger
+	metrics *Metrics
+
+	factory dynamicinformer.DynamicSharedInformerFactory
+	listers map[string]cache.GenericLister
+	queue   workqueue.TypedRateLimitingInterface[key]
+
+	mu sync.Mutex
+	// sent remembers what was last signalled per resource (own workflow) or
+	// per child (to its Component); deleted remembers the uid of an object
+	// that left the cache until its deletion is delivered.
+	sent    map[key]string
+	uids    map[key]string
+	parents map[key]string
+	firstAt map[key]time.Time
+}
+
+type key struct {
+	Kind, Namespace, Name string
+	ToParent              bool
+}
+
+// New builds a Watcher. Start runs it.
+func New(cfg Config, dyn dynamic.Interface, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
+	if cfg.Workers == 0 {
+		cfg.Workers = 8
+	}
+	w := &Watcher{
+		cfg: cfg, dyn: dyn, temp: temp, log: log, metrics: metrics,
+		factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		listers: map[string]cache.GenericLister{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "odaflow-watcher"}),
+		sent:    map[key]string{},
+		uids:    map[key]string{},
+		parents: map[key]string{},
+		firstAt: map[key]time.Time{},
+	}
+	for _, kind := range oda.Kinds {
+		if kind == oda.KindPublishedNotification || kind == oda.KindSubscribedNotification {
+			continue // no workflow and nothing a Component waits for
+		}
+		inf := w.factory.ForResource(kind.GVR())
+		w.listers[kind.Name] = inf.Lister()
+		_, _ = inf.Informer().AddEventHandler(w.handler(kind.Name))
+	}
+	return w
+}
+
+func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
+	enqueue := func(obj any, deleted bool) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || !w.cfg.Namespaces.Matches(u.GetNamespace()) {
+			return
+		}
+		w.metrics.Events.WithLabelValues(kind).Inc()
+		own := key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
+		now := time.Now()
+		w.mu.Lock()
+		if deleted {
+			w.uids[own] = string(u.GetUID())
+			if parent, ok := ParentComponent(u); ok {
+				w.parents[own] = parent
+			}
+		}
+		if _, ok := w.firstAt[own]; !ok {
+			w.firstAt[own] = now
+		}
+		w.mu.Unlock()
+		if _, ok := w.cfg.Lifecycles[kind]; ok {
+			w.queue.Add(own)
+		}
+		if kind != oda.KindComponent.Name {
+			if _, ok := ParentComponent(u); ok {
+				w.queue.Add(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true})
+			}
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { enqueue(obj, false) },
+		UpdateFunc: func(_, obj any) { enqueue(obj, false) },
+		DeleteFunc: func(obj any) { enqueue(obj, true) },
+	}
+}
+
+// Run starts the informers and the signal workers and blocks until ctx ends.
+func (w *Watcher) Run(ctx context.Context) error {
+	defer w.queue.ShutDown()
+	w.factory.Start(ctx.Done())
+	for gvr, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %s did not sync", gvr.Resource)
+		}
+	}
+	w.log.Info("watcher caches synced", "namespaces", w.cfg.Namespaces.patterns)
+	var wg sync.WaitGroup
+	for range w.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w.processNext(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	w.factory.Shutdown()
+	return nil
+}
+
+func (w *Watcher) processNext(ctx context.Context) bool {
+	k, quit := w.queue.Get()
+	if quit {
+		return false
+	}
+	defer w.queue.Done(k)
+	var err error
+	if k.ToParent {
+		err = w.syncParent(ctx, k)
+	} else {
+		err = w.syncOwn(ctx, k)
+	}
+	if err != nil {
+		if w.queue.NumRequeues(k) == 0 {
+			// One clear line per failure streak, not one per retry.
+			w.log.Warn("signal failed; retrying with backoff", "resource", oda.WorkflowID(k.Kind, k.Namespace, k.Name), "toParent", k.ToParent, "err", err)
+		}
+		w.queue.AddRateLimited(k)
+		return true
+	}
+	w.queue.Forget(k)
+	return true
+}
+
+func (w *Watcher) get(kind, ns, name string) (*unstructured.Unstructured, error) {
+	obj, err := w.listers[kind].ByNamespace(ns).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object type %T", obj)
+	}
+	return u, nil
+}
+
+// syncOwn signals a resource's own workflow when its desired state changed.
+func (w *Watcher) syncOwn(ctx context.Context, k key) error {
+	id := oda.WorkflowID(k.Kind, k.Namespace, k.Name)
+	obj, err := w.get(k.Kind, k.Namespace, k.Name)
+	if apierrors.IsNotFound(err) {
+		return w.sendDeleted(ctx, k, id)
+	}
+	if err != nil {
+		return err
+	}
+	ev := ResourceEventOf(obj)
+	w.mu.Lock()
+	last, seen := w.sent[k]
+	w.mu.Unlock()
+	switch {
+	case seen && last == ev.UID+"/"+ev.Hash:
+		w.metrics.Dedup.WithLabelValues(k.Kind, "unchanged").Inc()
+		w.done(k)
+		return nil
+	case !seen && obj.GetAnnotations()[oda.AnnotationObservedHash] == ev.Hash:
+		// Restart: the workflow already handled exactly this state.
+		w.metrics.Dedup.WithLabelValues(k.Kind, "observed").Inc()
+		w.remember(k, ev.UID+"/"+ev.Hash)
+		return nil
+	}
+	lc := w.cfg.Lifecycles[k.Kind]
+	opts := client.StartWorkflowOptions{
+		ID:        id,
+		TaskQueue: w.cfg.TaskQueue,
+		// A finished lifecycle under this ID (a deleted object) does not
+		// block a new object of the same name.
+		WorkflowIDReusePolicy: 1, // ALLOW_DUPLICATE
+		StaticSummary:         fmt.Sprintf("%s %s in namespace %s", k.Kind, k.Name, k.Namespace),
+	}
+	if _, err := w.temp.SignalWithStartWorkflow(ctx, id, workflows.SignalResourceEvent, ev, opts, lc.Workflow, lc.Input(k.Namespace, k.Name)); err != nil {
+		w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalResourceEvent, "error").Inc()
+		return fmt.Errorf("signal-with-start %s: %w", id, err)
+	}
+	w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalResourceEvent, "ok").Inc()
+	w.remember(k, ev.UID+"/"+ev.Hash)
+	return nil
+}
+
+func (w *Watcher) sendDeleted(ctx context.Context, k key, id string) error {
+	w.mu.Lock()
+	uid := w.uids[k]
+	w.mu.Unlock()
+	if uid == "" {
+		w.done(k)
+		return nil
+	}
+	err := w.temp.SignalWorkflow(ctx, id, "", workflows.SignalResourceEvent, workflows.ResourceEvent{UID: uid, Deleted: true})
+	var notFound *serviceerror.NotFound
+	if err != nil && !errors.As(err, &notFound) {
+		w.metrics.Signals.WithLabelValues(k.Kind, "deleted", "error").Inc()
+		return fmt.Errorf("signal deletion to %s: %w", id, err)
+	}
+	w.metrics.Signals.WithLabelValues(k.Kind, "deleted", "ok").Inc()
+	w.mu.Lock()
+	delete(w.sent, k)
+	delete(w.uids, k)
+	w.mu.Unlock()
+	w.done(k)
+	return nil
+}
+
+// syncParent tells a child's Component about the child's status.
+func (w *Watcher) syncParent(ctx context.Context, k key) error {
+	obj, err := w.get(k.Kind, k.Namespace, k.Name)
+	switch {
+	case apierrors.IsNotFound(err):
+		return w.sendChildDeleted(ctx, k)
+	case err != nil:
+		return err
+	}
+	parent, _ := ParentComponent(obj)
+	cs := ChildStatusOf(k.Kind, obj)
+	digest := hashChild(cs)
+	w.mu.Lock()
+	last, seen := w.sent[k]
+	w.mu.Unlock()
+	if seen && last == digest {
+		w.metrics.Dedup.WithLabelValues(k.Kind, "child-unchanged").Inc()
+		w.done(k)
+		return nil
+	}
+	if !seen {
+		if p, err := w.get(oda.KindComponent.Name, k.Namespace, parent); err == nil && ParentKnows(p, cs) {
+			w.metrics.Dedup.WithLabelValues(k.Kind, "parent-knows").Inc()
+			w.remember(k, digest)
+			return nil
+		}
+	}
+	id := oda.WorkflowID(oda.KindComponent.Name, k.Namespace, parent)
+	err = w.temp.SignalWorkflow(ctx, id, "", workflows.SignalChildStatus, cs)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		// No lifecycle yet: the Component's workflow reads its children's
+		// status when it applies them.
+		w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalChildStatus, "no-parent").Inc()
+		w.remember(k, digest)
+		return nil
+	}
+	if err != nil {
+		w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalChildStatus, "error").Inc()
+		return fmt.Errorf("signal child status to %s: %w", id, err)
+	}
+	w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalChildStatus, "ok").Inc()
+	w.remember(k, digest)
+	return nil
+}
+
+// sendChildDeleted tells a Component that one of its children disappeared,
+// so that it re-creates a child it still wants.
+func (w *Watcher) sendChildDeleted(ctx context.Context, k key) error {
+	own := key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+	w.mu.Lock()
+	uid, parent := w.uids[own], w.parents[own]
+	w.mu.Unlock()
+	if uid != "" && parent != "" {
+		id := oda.WorkflowID(oda.KindComponent.Name, k.Namespace, parent)
+		err := w.temp.SignalWorkflow(ctx, id, "", workflows.SignalChildStatus, workflows.ChildStatus{Kind: k.Kind, Name: k.Name, UID: uid, Deleted: true})
+		var notFound *serviceerror.NotFound
+		if err != nil && !errors.As(err, &notFound) {
+			return fmt.Errorf("signal child deletion to %s: %w", id, err)
+		}
+	}
+	w.mu.Lock()
+	delete(w.sent, k)
+	if _, hasOwn := w.cfg.Lifecycles[k.Kind]; !hasOwn {
+		delete(w.uids, own)
+	}
+	delete(w.parents, own)
+	w.mu.Unlock()
+	w.done(k)
+	return nil
+}
+
+func (w *Watcher) remember(k key, v string) {
+	w.mu.Lock()
+	w.sent[k] = v
+	w.mu.Unlock()
+	w.done(k)
+}
+
+// done observes the event → signal latency of the oldest unhandled event.
+func (w *Watcher) done(k key) {
+	own := key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
+	w.mu.Lock()
+	at, ok := w.firstAt[own]
+	delete(w.firstAt, own)
+	w.mu.Unlock()
+	if ok {
+		w.metrics.Latency.WithLabelValues(k.Kind).Observe(time.Since(at).Seconds())
+	}
+}
+
+func hashChild(cs workflows.ChildStatus) string {
+	return fmt.Sprintf("%s|%t|%s|%s|%s|%v|%s|%t", cs.UID, cs.Ready, cs.URL, cs.DeveloperUI, cs.IP, cs.Port, cs.IdentityProvider, cs.ListenerRegistered)
+}
+
+// Metrics are the watcher's Prometheus metrics.
+type Metrics struct {
+	Events  *prometheus.CounterVec
+	Signals *prometheus.CounterVec
+	Dedup   *prometheus.CounterVec
+	Latency *prometheus.HistogramVec
+}
+
+// NewMetrics registers the watcher's metrics.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "odaflow_watcher_events_total", Help: "Kubernetes watch events seen, by kind.",
+		}, []string{"kind"}),
+		Signals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "odaflow_watcher_signals_total", Help: "Temporal signals sent, by kind, signal and result.",
+		}, []string{"kind", "signal", "result"}),
+		Dedup: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "odaflow_watcher_dedup_total", Help: "Events that needed no signal, by kind and reason.",
+		}, []string{"kind", "reason"}),
+		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "odaflow_watcher_event_to_signal_seconds", Help: "Time from a watch event to its signal (or the decision that none is needed).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.Events, m.Signals, m.Dedup, m.Latency)
+	}
+	return m
+}
+
+var _ runtime.Object = (*unstructured.Unstructured)(nil)

@@ -1,0 +1,97 @@
+// Package worker is the odaflow worker process: an fx application that
+// registers every workflow and activity on the task queue, serves health and
+// metrics, and shuts down gracefully (in-flight activities finish first).
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/runtime"
+	"github.com/odaflow/odaflow/workflows"
+)
+
+// Register puts every odaflow workflow and activity on w. Tests and the
+// replayer use the same function, so what they run is what production runs.
+func Register(w worker.Registry, kube *activities.Kube) {
+	workflows.Register(w)
+	w.RegisterActivity(kube)
+}
+
+// New builds the worker application.
+func New(cfg config.Worker) *fx.App {
+	return fx.New(
+		fx.Supply(cfg, cfg.Common),
+		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
+			return &fxevent.SlogLogger{Logger: log.With("component", "fx")}
+		}),
+		runtime.Module,
+		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
+			return activities.NewKube(dyn, core, log.With("component", "activities"))
+		}),
+		fx.Invoke(run),
+	)
+}
+
+func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.Kube, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
+	w := worker.New(cl, cfg.TaskQueue, worker.Options{
+		// Let activities finish (they are short apiserver calls) before the
+		// process exits on SIGTERM.
+		WorkerStopTimeout: 20 * time.Second,
+	})
+	Register(w, kube)
+	health.Add("temporal", runtime.TemporalCheck(cl))
+	health.Add("kubernetes", runtime.KubeCheck(core))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() {
+				defer close(done)
+				startWithBackoff(ctx, log, "worker", w.Start)
+			}()
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			cancel()
+			<-done
+			w.Stop()
+			return nil
+		},
+	})
+	log.Info("worker configured", "taskQueue", cfg.TaskQueue, "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "gateway", cfg.Gateway)
+}
+
+// startWithBackoff starts a component that needs a reachable Temporal
+// server, retrying with capped exponential backoff and one log line per
+// attempt, until it starts or ctx ends.
+func startWithBackoff(ctx context.Context, log *slog.Logger, what string, start func() error) {
+	delay := time.Second
+	for {
+		err := start()
+		if err == nil {
+			log.Info(what + " started")
+			return
+		}
+		log.Warn(fmt.Sprintf("%s could not start; retrying", what), "retryIn", delay.String(), "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(delay*2, time.Minute)
+	}
+}

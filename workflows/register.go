@@ -1,0 +1,8 @@
+package workflows
+
+import "go.temporal.io/sdk/worker"
+
+// Register registers every odaflow workflow.
+func Register(r worker.WorkflowRegistry) {
+	r.RegisterWorkflow(ComponentWorkflow)
+}
