@@ -6,9 +6,9 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
@@ -118,6 +118,10 @@ type WriteStatusInput struct {
 	ObservedHash string `json:"observedHash,omitempty"`
 	// Event, when set, is recorded as a Kubernetes Event on the object.
 	Event *Event `json:"event,omitempty"`
+	// Replace sets each status key whole (a JSON patch) instead of merging
+	// it, so a key removed inside an object is removed. It needs the status
+	// to exist: the first write of a lifecycle merges.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // Event is a Kubernetes Event to record.
@@ -137,15 +141,16 @@ func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
 	}
-	patch := map[string]any{"status": in.Status}
-	if in.ObservedHash != "" {
-		patch["metadata"] = map[string]any{"annotations": map[string]any{oda.AnnotationObservedHash: in.ObservedHash}}
+	res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace)
+	var err error
+	if in.Replace {
+		err = k.replaceStatus(ctx, res, in)
 	}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
+	if !in.Replace || apierrors.IsInvalid(err) {
+		// First write, or someone removed the status or the annotations
+		// since: merge instead (a JSON patch cannot add below a missing key).
+		err = k.mergeStatus(ctx, res, in)
 	}
-	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
 	if apierrors.IsNotFound(err) {
 		// Deleted meanwhile: nothing to report on, and the watcher tells the workflow.
 		return nil
@@ -161,6 +166,42 @@ func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 		}
 	}
 	return nil
+}
+
+func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) error {
+	patch := map[string]any{"status": in.Status}
+	if in.ObservedHash != "" {
+		patch["metadata"] = map[string]any{"annotations": map[string]any{oda.AnnotationObservedHash: in.ObservedHash}}
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
+	}
+	_, err = res.Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	return err
+}
+
+// replaceStatus sets every status key odaflow owns with JSON patch "add"
+// operations (which replace an existing member whole); keys owned by other
+// writers are untouched.
+func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) error {
+	ops := make([]map[string]any, 0, len(in.Status)+1)
+	for _, key := range oda.SortedKeys(in.Status) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/status/" + jsonPointerEscape(key), "value": in.Status[key]})
+	}
+	if in.ObservedHash != "" {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(oda.AnnotationObservedHash), "value": in.ObservedHash})
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
+	}
+	_, err = res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	return err
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 func (k *Kube) recordEvent(ctx context.Context, ref oda.Ref, uid string, e Event) error {
@@ -243,10 +284,6 @@ func (k *Kube) RemoveFinalizers(ctx context.Context, in RemoveFinalizersInput) e
 func kubeError(what string, err error) error {
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeInvalid, err)
-	}
-	var status apierrors.APIStatus
-	if errors.As(err, &status) {
-		return fmt.Errorf("%s: %w", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

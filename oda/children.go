@@ -66,6 +66,8 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 	}
 	root := fields{obj: spec, path: "spec", errs: &errs}
 	var d Desired
+	// sources[i] is the path of the declaration that asks for d.Children[i].
+	var sources []string
 	var exposed, dependent []API
 	for _, seg := range Segments {
 		sf := root.child(string(seg))
@@ -77,12 +79,14 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 			Kind: KindExposedAPI.Name, Name: ChildName(component, api.Name, api.Version),
 			Segment: api.Segment, Spec: ExposedAPISpec(api),
 		})
+		sources = append(sources, api.Source)
 	}
 	for _, api := range dependent {
 		d.Children = append(d.Children, Child{
 			Kind: KindDependentAPI.Name, Name: ChildName(component, api.Name, api.Version),
 			Segment: api.Segment, Spec: DependentAPISpec(api),
 		})
+		sources = append(sources, api.Source)
 	}
 
 	sec := root.child(string(SegmentSecurity))
@@ -94,8 +98,10 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 			Kind: KindIdentityConfig.Name, Name: strings.ToLower(component),
 			Spec: IdentityConfigSpec(d.CanvasSystemRole, sec.list("componentRole"), exposed),
 		})
+		sources = append(sources, "metadata.name")
 	}
-	if sm := sec.object("secretsManagement"); sm != nil {
+	// An empty block is no secrets management, as in the Canvas (§2.1.4).
+	if sm := sec.object("secretsManagement"); len(sm) > 0 {
 		smf := fields{obj: sm, path: "spec.securityFunction.secretsManagement", errs: &errs}
 		if t := smf.str("type"); t != "sideCar" {
 			errs.add(smf.path+".type", "must be sideCar, got %q", t)
@@ -107,6 +113,7 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 		d.Children = append(d.Children, Child{
 			Kind: KindSecretsManagement.Name, Name: strings.ToLower(component), Spec: copyMap(sm),
 		})
+		sources = append(sources, "metadata.name")
 	}
 
 	ev := root.child("eventNotification")
@@ -129,25 +136,27 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 				Kind: e.kind, Name: strings.ToLower(component + "-" + name), Spec: copyMap(obj),
 				InitialStatus: map[string]any{"uid": "", "status": "initializing", "error": ""},
 			})
+			sources = append(sources, p)
 		}
 	}
-	validateNames(d.Children, &errs)
-	return d, errs
+	validateNames(d.Children, sources, &errs)
+	return d, errs.unique()
 }
 
 // validateNames rejects children Kubernetes would refuse and two children of
-// one kind with the same name (two APIs that normalise alike).
-func validateNames(children []Child, errs *FieldErrors) {
-	seen := map[string]bool{}
-	for _, c := range children {
+// one kind with the same name (two APIs that normalise alike). sources[i] is
+// the path of the declaration behind children[i], which the error names.
+func validateNames(children []Child, sources []string, errs *FieldErrors) {
+	seen := map[string]string{}
+	for i, c := range children {
 		key := c.Kind + "/" + c.Name
-		if seen[key] {
-			errs.add("spec", "two declarations produce the same %s %q; API names (and major versions) must be unique", c.Kind, c.Name)
+		if first, dup := seen[key]; dup {
+			errs.add(sources[i], "produces the same %s %q as %s; API names (and major versions) must be unique", c.Kind, c.Name, first)
 			continue
 		}
-		seen[key] = true
+		seen[key] = sources[i]
 		if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-			errs.add("metadata.name", "child %s name %q is not a valid Kubernetes name: %s", c.Kind, c.Name, strings.Join(msgs, ", "))
+			errs.add(sources[i], "child %s name %q is not a valid Kubernetes name: %s", c.Kind, c.Name, strings.Join(msgs, ", "))
 		}
 	}
 }

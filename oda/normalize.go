@@ -57,6 +57,9 @@ type API struct {
 	// Extra holds the unofficial ExposedAPI extras the Istio operator reads
 	// (hostname, basicAuth), carried through unchanged.
 	Extra map[string]any
+	// Source is the path of the declaration in the Component
+	// (spec.coreFunction.exposedAPIs[0]), for error messages about the child.
+	Source string
 }
 
 // FieldError is one problem found in a spec, with the path of the field.
@@ -80,6 +83,21 @@ func (es FieldErrors) Error() string {
 
 func (es *FieldErrors) add(path, format string, args ...any) {
 	*es = append(*es, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// unique drops repeated problems, keeping the first of each: an API's root
+// fields are read once per specification[] element, and would otherwise be
+// reported once per element.
+func (es FieldErrors) unique() FieldErrors {
+	seen := make(map[FieldError]bool, len(es))
+	out := es[:0:0]
+	for _, e := range es {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // majorVersion reduces "v4.0.0", "4.1" or 4 to "v4".
@@ -279,6 +297,7 @@ func normalizeAPIs(seg Segment, dependent bool, items []any, path string, errs *
 				ID:        root.str("id"),
 				URL:       firstNonEmpty(e.str("url"), root.str("url")),
 				Required:  root.bool("required"),
+				Source:    ipath,
 			}
 			api.Version = resolveVersion(e.str("version"), e.str("url"), root.str("url"), root.str("version"))
 			api.RawVersion = firstNonEmpty(e.str("version"), root.str("version"))

@@ -236,9 +236,15 @@ func (c *component) onChild(cs ChildStatus) {
 // reconcile applies children when the desired state changed, then writes
 // the status if it changed.
 func (c *component) reconcile(ctx workflow.Context) error {
+	if c.retryDue && c.st.Failure != nil && c.st.AppliedHash != c.st.SpecHash {
+		// A failed apply's backoff is over: try again.
+		c.st.Failure = nil
+	}
 	c.retryDue = false
 	var event *activities.Event
 	if c.st.Deleting {
+		// Nothing to apply to a Component on its way out.
+		c.st.AppliedHash = c.st.SpecHash
 		return c.releaseFinalizers(ctx)
 	}
 	if c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil {
@@ -386,6 +392,7 @@ func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) e
 	var kube *activities.Kube
 	err := workflow.ExecuteActivity(actx, kube.WriteStatus, activities.WriteStatusInput{
 		Ref: c.ref(), UID: c.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
+		Replace: c.st.WrittenStatus != "",
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver stayed unreachable past the retry budget; try again

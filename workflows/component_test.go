@@ -1,0 +1,324 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+const (
+	testNS   = "components"
+	testName = "ctk-productcatalogmanagement"
+	testUID  = "uid-1"
+)
+
+// fakeKube records what the workflow asked of the apiserver.
+type fakeKube struct {
+	applies  []activities.ApplyChildrenInput
+	statuses []activities.WriteStatusInput
+	released []activities.RemoveFinalizersInput
+	failNext int
+}
+
+func (f *fakeKube) apply(_ context.Context, in activities.ApplyChildrenInput) (activities.ApplyChildrenResult, error) {
+	if f.failNext > 0 {
+		f.failNext--
+		return activities.ApplyChildrenResult{}, temporal.NewNonRetryableApplicationError("apiserver said no", "Boom", errors.New("boom"))
+	}
+	f.applies = append(f.applies, in)
+	var res activities.ApplyChildrenResult
+	for _, c := range in.Children {
+		res.Children = append(res.Children, activities.AppliedChild{Kind: c.Kind, Name: c.Name, UID: "uid-" + c.Name})
+	}
+	return res, nil
+}
+
+func (f *fakeKube) write(_ context.Context, in activities.WriteStatusInput) error {
+	f.statuses = append(f.statuses, in)
+	return nil
+}
+
+func (f *fakeKube) lastPhase() string {
+	if len(f.statuses) == 0 {
+		return ""
+	}
+	s, _ := f.statuses[len(f.statuses)-1].Status["summary/status"].(map[string]any)
+	phase, _ := s["deployment_status"].(string)
+	return phase
+}
+
+func (f *fakeKube) phases() []string {
+	var out []string
+	for _, st := range f.statuses {
+		s, _ := st.Status["summary/status"].(map[string]any)
+		p, _ := s["deployment_status"].(string)
+		if len(out) == 0 || out[len(out)-1] != p {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeKube) {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflow(ComponentWorkflow)
+	var kube *activities.Kube
+	env.RegisterActivity(kube)
+	f := &fakeKube{}
+	env.OnActivity(kube.ApplyChildren, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.ApplyChildrenInput) (activities.ApplyChildrenResult, error) {
+			return f.apply(ctx, in)
+		})
+	env.OnActivity(kube.WriteStatus, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.WriteStatusInput) error { return f.write(ctx, in) })
+	env.OnActivity(kube.RemoveFinalizers, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RemoveFinalizersInput) error {
+			f.released = append(f.released, in)
+			return nil
+		})
+	return env, f
+}
+
+func event(spec map[string]any, hash string) ResourceEvent {
+	return ResourceEvent{UID: testUID, Generation: 1, Hash: hash, Spec: spec,
+		Labels: map[string]string{oda.LabelComponentName: testName}}
+}
+
+func productCatalogSpec() map[string]any {
+	return fixtures.Spec(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(testNS, testName)))
+}
+
+// at schedules a signal at a point of simulated time.
+func at(env *testsuite.TestWorkflowEnvironment, d time.Duration, signal string, arg any) {
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(signal, arg) }, d)
+}
+
+func exposedReady(name string) ChildStatus {
+	return ChildStatus{Kind: oda.KindExposedAPI.Name, Name: name, UID: "uid-" + name, Ready: true, URL: "https://10.0.0.1/" + name}
+}
+
+var exposedNames = []string{
+	"ctk-productcatalogmanagement-productcatalogmanagement-v4",
+	"ctk-productcatalogmanagement-promotionmanagement-v4",
+	"ctk-productcatalogmanagement-metrics",
+	"ctk-productcatalogmanagement-partyrole-v4",
+}
+
+func TestComponentInstallReachesComplete(t *testing.T) {
+	env, f := newEnv(t)
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	for i, n := range exposedNames {
+		at(env, time.Duration(2+i)*time.Second, SignalChildStatus, exposedReady(n))
+	}
+	at(env, 10*time.Second, SignalChildStatus, ChildStatus{Kind: oda.KindIdentityConfig.Name, Name: testName, UID: "uid-" + testName, IdentityProvider: "Keycloak"})
+	at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if len(f.applies) != 1 {
+		t.Fatalf("applies = %d, want 1", len(f.applies))
+	}
+	var names []string
+	for _, c := range f.applies[0].Children {
+		names = append(names, c.Kind+"/"+c.Name)
+	}
+	want := []string{
+		"ExposedAPI/" + exposedNames[0], "ExposedAPI/" + exposedNames[1], "ExposedAPI/" + exposedNames[2],
+		"ExposedAPI/" + exposedNames[3], "IdentityConfig/" + testName,
+	}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("children = %v, want %v", names, want)
+	}
+	wantPhases := []string{oda.StatusCompCon, oda.StatusIDConfOp, oda.StatusComplete}
+	if got := f.phases(); fmt.Sprint(got) != fmt.Sprint(wantPhases) {
+		t.Errorf("phases = %v, want %v", got, wantPhases)
+	}
+	// Four ready signals in separate workflow tasks: one status write each at
+	// most, never one per unchanged signal.
+	if n := len(f.statuses); n > 7 {
+		t.Errorf("status writes = %d, want at most 7", n)
+	}
+}
+
+func TestComponentUpgradeRemovesAndAddsChildren(t *testing.T) {
+	env, f := newEnv(t)
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	upgraded := fixtures.Spec(fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(testNS, testName)), "promotionmanagement"))
+	at(env, 5*time.Second, SignalResourceEvent, event(upgraded, "h2"))
+	// The same desired state again (a status write echo): no new apply.
+	at(env, 6*time.Second, SignalResourceEvent, event(upgraded, "h2"))
+	back := productCatalogSpec()
+	at(env, 10*time.Second, SignalResourceEvent, event(back, "h3"))
+	at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if len(f.applies) != 3 {
+		t.Fatalf("applies = %d, want 3 (install, remove, add back)", len(f.applies))
+	}
+	if d := f.applies[1].Delete; len(d) != 1 || d[0].Name != exposedNames[1] {
+		t.Errorf("upgrade deletes %v, want only %s", d, exposedNames[1])
+	}
+	if len(f.applies[1].Children) != 4 {
+		t.Errorf("upgrade applies %d children, want 4", len(f.applies[1].Children))
+	}
+	if len(f.applies[2].Delete) != 0 || len(f.applies[2].Children) != 5 {
+		t.Errorf("add back: %d children, %d deletes; want 5 and 0", len(f.applies[2].Children), len(f.applies[2].Delete))
+	}
+}
+
+func TestComponentRoleChangeReachesIdentityConfigOnEveryUpgrade(t *testing.T) {
+	env, f := newEnv(t)
+	spec := productCatalogSpec()
+	at(env, time.Second, SignalResourceEvent, event(spec, "h1"))
+	changed := productCatalogSpec()
+	changed["securityFunction"].(map[string]any)["canvasSystemRole"] = "Operator"
+	at(env, 5*time.Second, SignalResourceEvent, event(changed, "h2"))
+	at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if len(f.applies) != 2 {
+		t.Fatalf("applies = %d, want 2", len(f.applies))
+	}
+	var role any
+	for _, c := range f.applies[1].Children {
+		if c.Kind == oda.KindIdentityConfig.Name {
+			role = c.Spec["canvasSystemRole"]
+		}
+	}
+	if role != "Operator" {
+		t.Errorf("IdentityConfig canvasSystemRole after upgrade = %v, want Operator", role)
+	}
+}
+
+func TestComponentInvalidSpecFailsThenRecovers(t *testing.T) {
+	env, f := newEnv(t)
+	bad := productCatalogSpec()
+	bad["coreFunction"].(map[string]any)["exposedAPIs"] = "not-a-list"
+	at(env, time.Second, SignalResourceEvent, event(bad, "bad"))
+	at(env, 5*time.Second, SignalResourceEvent, event(productCatalogSpec(), "good"))
+	at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if len(f.statuses) < 2 {
+		t.Fatalf("status writes = %d, want at least 2", len(f.statuses))
+	}
+	first := f.statuses[0]
+	s, _ := first.Status["summary/status"].(map[string]any)
+	if s["deployment_status"] != oda.StatusFailed {
+		t.Errorf("first phase = %v, want Failed", s["deployment_status"])
+	}
+	if first.Event == nil || first.Event.Type != "Warning" || first.Event.Reason != "InvalidSpec" {
+		t.Errorf("first event = %+v, want a Warning InvalidSpec", first.Event)
+	}
+	conds, _ := first.Status["conditions"].([]any)
+	c, _ := conds[0].(map[string]any)
+	if c["status"] != "False" || c["reason"] != "InvalidSpec" {
+		t.Errorf("condition = %v", c)
+	}
+	if msg, _ := c["message"].(string); msg == "" || !strings.Contains(msg, "spec.coreFunction.exposedAPIs") {
+		t.Errorf("condition message %q does not name the field", msg)
+	}
+	if len(f.applies) != 1 {
+		t.Errorf("applies = %d, want 1 (none for the invalid spec)", len(f.applies))
+	}
+	if got := f.lastPhase(); got != oda.StatusCompCon {
+		t.Errorf("phase after the fix = %s, want %s", got, oda.StatusCompCon)
+	}
+}
+
+func TestComponentApplyFailureRetriesByItself(t *testing.T) {
+	env, f := newEnv(t)
+	f.failNext = 1
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	phases := f.phases()
+	if len(phases) < 2 || phases[0] != oda.StatusFailed || phases[len(phases)-1] != oda.StatusCompCon {
+		t.Errorf("phases = %v, want Failed then %s", phases, oda.StatusCompCon)
+	}
+	if len(f.applies) != 1 {
+		t.Errorf("successful applies = %d, want 1", len(f.applies))
+	}
+}
+
+func TestComponentContinuesAsNewBeforeHistoryGrows(t *testing.T) {
+	env, _ := newEnv(t)
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	// The test environment does not count history; pretend it grew.
+	env.RegisterDelayedCallback(func() { env.SetCurrentHistoryLength(31) }, 2*time.Second)
+	at(env, 3*time.Second, SignalChildStatus, exposedReady(exposedNames[0]))
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName, HistoryLimit: 30})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	var next ComponentInput
+	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
+		t.Fatalf("decode continue-as-new input: %v", err)
+	}
+	if next.State == nil || next.State.UID != testUID || len(next.State.Children) != 5 || next.HistoryLimit != 30 {
+		t.Errorf("carried state = %+v", next.State)
+	}
+}
+
+func TestComponentNewUIDStartsANewLifecycle(t *testing.T) {
+	env, _ := newEnv(t)
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	reborn := event(productCatalogSpec(), "h1")
+	reborn.UID = "uid-2"
+	at(env, 5*time.Second, SignalResourceEvent, reborn)
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	var can *workflow.ContinueAsNewError
+	if err := env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	var next ComponentInput
+	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.State != nil || next.Pending == nil || next.Pending.UID != "uid-2" {
+		t.Errorf("new lifecycle input = %+v, want no state and the new uid pending", next)
+	}
+}
+
+func TestComponentDeletionReleasesKopfFinalizer(t *testing.T) {
+	env, f := newEnv(t)
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	deleting := event(productCatalogSpec(), "h2")
+	deleting.Deleting = true
+	deleting.Finalizers = []string{oda.KopfFinalizer, "other.example/keep"}
+	at(env, 5*time.Second, SignalResourceEvent, deleting)
+	at(env, 10*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	if len(f.released) != 1 || fmt.Sprint(f.released[0].Finalizers) != fmt.Sprint([]string{oda.KopfFinalizer}) || f.released[0].UID != testUID {
+		t.Errorf("released %+v, want the kopf finalizer only, once, guarded by the uid", f.released)
+	}
+}
+
+func converterFor() converter.DataConverter { return converter.GetDefaultDataConverter() }
