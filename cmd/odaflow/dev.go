@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -75,7 +74,7 @@ func runDev(args []string) error {
 		return err
 	}
 	defer os.RemoveAll(crdDir)
-	if err := writeEmbeddedCRDs(crdDir); err != nil {
+	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
 		return err
 	}
 	if err := localstack.InstallCRDs(ctx, restCfg, crdDir); err != nil {
@@ -139,19 +138,6 @@ func defaultDataDir() string {
 		return filepath.Join(root, ".dev")
 	}
 	return filepath.Join(os.TempDir(), "odaflow-dev")
-}
-
-func writeEmbeddedCRDs(dir string) error {
-	return fs.WalkDir(odaflowchart.CRDs, "crds", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := odaflowchart.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o600)
-	})
 }
 
 func namespaceManifest(name string) []byte {

@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+const component = "ctk-productcatalogmanagement"
+
+// simulateExposed plays the API gateway: the ExposedAPI gets a url and a
+// ready implementation (the ExposedAPI workflow's job, tested on its own).
+func simulateExposed(t *testing.T, ns, name string) {
+	mergePatch(t, oda.KindExposedAPI, ns, name, fmt.Sprintf(
+		`{"status":{"apiStatus":{"name":%q,"url":"https://10.1.2.3/%s"},"implementation":{"ready":true}}}`, name, name))
+}
+
+func simulateIdentity(t *testing.T, ns, name string) {
+	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"status":{"identityConfig":{"identityProvider":"Keycloak","listenerRegistered":false}}}`)
+}
+
+func TestComponentLifecycleOnRealServers(t *testing.T) {
+	ns := "it-lifecycle"
+	createNamespace(t, ns)
+	wfID := oda.WorkflowID("Component", ns, component)
+	comp := fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component))
+	start := time.Now()
+	create(t, oda.KindComponent, comp)
+
+	// The workflow exists and writes status back.
+	waitPhase(t, ns, component, oda.StatusCompCon, 30*time.Second)
+	t.Logf("apply → status written: %s", time.Since(start).Round(time.Millisecond))
+	if st, err := workflowStatus(wfID); err != nil || st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		t.Fatalf("workflow %s: status %v, err %v", wfID, st, err)
+	}
+	exposed := listChildren(t, oda.KindExposedAPI, ns, component)
+	slices.Sort(exposed)
+	want := []string{
+		component + "-metrics", component + "-partyrole-v4",
+		component + "-productcatalogmanagement-v4", component + "-promotionmanagement-v4",
+	}
+	if fmt.Sprint(exposed) != fmt.Sprint(want) {
+		t.Fatalf("ExposedAPIs = %v, want %v", exposed, want)
+	}
+	child := mustGet(t, oda.KindExposedAPI, ns, component+"-productcatalogmanagement-v4")
+	owner := child.GetOwnerReferences()
+	compObj := mustGet(t, oda.KindComponent, ns, component)
+	if len(owner) != 1 || owner[0].UID != compObj.GetUID() || owner[0].Controller == nil || !*owner[0].Controller {
+		t.Errorf("owner references = %+v, want the Component as controller", owner)
+	}
+	if seg, _, _ := unstructuredString(child.Object, "spec", "segment"); seg != "coreFunction" {
+		t.Errorf("spec.segment = %q", seg)
+	}
+
+	// Children become ready: the Component moves through the Canvas's states.
+	for _, name := range exposed {
+		simulateExposed(t, ns, name)
+	}
+	waitPhase(t, ns, component, oda.StatusIDConfOp, 30*time.Second)
+	simulateIdentity(t, ns, component)
+	done := waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
+	t.Logf("apply → Complete (children simulated): %s", time.Since(start).Round(time.Millisecond))
+	if s, _, _ := unstructuredString(done.Object, "status", "summary/status", "coreAPIsummary"); s == "" {
+		t.Errorf("coreAPIsummary is empty")
+	}
+
+	// A status-only write (what every controller does) re-drives nothing.
+	before := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+	mergePatch(t, oda.KindComponent, ns, component, `{"status":{"someoneElse":{"note":"hello"}}}`)
+	time.Sleep(2 * time.Second) // a negative: give a wrong signal time to arrive
+	if after := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]; after != before {
+		t.Errorf("a status-only write sent %d signals", after-before)
+	}
+
+	// A watcher restart starts no new run and sends nothing.
+	stopApp(stack.watcher)
+	var err error
+	if stack.watcher, err = startWatcher(context.Background()); err != nil {
+		t.Fatalf("restart watcher: %v", err)
+	}
+	time.Sleep(3 * time.Second) // a negative again: the restarted watcher has synced and decided
+	if after := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]; after != before {
+		t.Errorf("a watcher restart sent %d signals", after-before)
+	}
+	if runs := runsOf(t, wfID); len(runs) != 1 {
+		t.Errorf("runs of %s = %v, want exactly one", wfID, runs)
+	}
+
+	// A spec change reaches the same workflow: an API removed, its child deleted.
+	upgraded := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)), "promotionmanagement")
+	cur := mustGet(t, oda.KindComponent, ns, component)
+	cur.Object["spec"] = upgraded.Object["spec"]
+	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	eventually(t, 30*time.Second, "promotionmanagement ExposedAPI removed", func() (bool, string) {
+		names := listChildren(t, oda.KindExposedAPI, ns, component)
+		return len(names) == 3, fmt.Sprint(names)
+	})
+	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
+	if runs := runsOf(t, wfID); len(runs) != 1 {
+		t.Errorf("runs after upgrade = %v, want the same single run", runs)
+	}
+
+	// Deletion ends the lifecycle; the garbage collector removes the children.
+	if err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Delete(context.Background(), component, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	eventually(t, 30*time.Second, "workflow completes after deletion", func() (bool, string) {
+		st, err := workflowStatus(wfID)
+		return err == nil && st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(st, err)
+	})
+	eventually(t, 60*time.Second, "children garbage-collected", func() (bool, string) {
+		names := append(listChildren(t, oda.KindExposedAPI, ns, component), listChildren(t, oda.KindIdentityConfig, ns, component)...)
+		return len(names) == 0, fmt.Sprint(names)
+	})
+}
+
+func TestMalformedComponentFailsWithoutBlockingOthers(t *testing.T) {
+	ns := "it-malformed"
+	createNamespace(t, ns)
+	bad := fixtures.ProductCatalog(ns, "bad-component")
+	// Wrong types inside a preserve-unknown-fields part of the schema get
+	// past the apiserver and must be caught by odaflow.
+	spec := fixtures.Spec(bad)
+	spec["securityFunction"].(map[string]any)["canvasSystemRole"] = ""
+	spec["managementFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["port"] = 99999
+	create(t, oda.KindComponent, bad)
+	good := fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, "good-component"))
+	create(t, oda.KindComponent, good)
+
+	failed := waitPhase(t, ns, "bad-component", oda.StatusFailed, 30*time.Second)
+	conds, _, _ := unstructuredSlice(failed.Object, "status", "conditions")
+	if len(conds) != 1 {
+		t.Fatalf("conditions = %v", conds)
+	}
+	c := conds[0].(map[string]any)
+	if c["type"] != "Ready" || c["status"] != "False" || c["reason"] != "InvalidSpec" {
+		t.Errorf("condition = %v", c)
+	}
+	eventually(t, 15*time.Second, "a Warning event names the problem", func() (bool, string) {
+		evs := eventsFor(t, ns, "bad-component")
+		return containsAny(evs, "Warning/InvalidSpec") && containsAny(evs, "canvasSystemRole"), fmt.Sprint(evs)
+	})
+	waitPhase(t, ns, "good-component", oda.StatusCompCon, 30*time.Second)
+
+	// Fixing the spec recovers by itself.
+	fixed := mustGet(t, oda.KindComponent, ns, "bad-component")
+	fixed.Object["spec"] = fixtures.Spec(fixtures.ProductCatalog(ns, "bad-component"))
+	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), fixed, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("fix: %v", err)
+	}
+	waitPhase(t, ns, "bad-component", oda.StatusCompCon, 30*time.Second)
+}

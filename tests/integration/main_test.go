@@ -1,0 +1,130 @@
+// Package integration runs odaflow end to end on real parts: etcd,
+// kube-apiserver and kube-controller-manager (garbage collector and
+// namespace controller), the Temporal dev server, and odaflow's own worker
+// and watcher, all started by TestMain.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/fx"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/watcher"
+	"github.com/odaflow/odaflow/worker"
+)
+
+// stack is the running system under test.
+var stack struct {
+	kube     *localstack.Kube
+	temporal *localstack.Temporal
+	tc       client.Client
+	dyn      dynamic.Interface
+	core     kubernetes.Interface
+	common   config.Common
+	worker   *fx.App
+	watcher  *fx.App
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	tools, err := localstack.LookupTools()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintf(os.Stderr, "integration: the real servers are required in CI: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(os.Stderr, "integration: SKIP: %v (run hack/tools.sh or make test)\n", err)
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	logDir, _ := os.MkdirTemp("", "odaflow-it-logs-")
+	fmt.Fprintf(os.Stderr, "integration: server logs in %s\n", logDir)
+	start := time.Now()
+	crdDir := filepath.Join(logDir, "crds")
+	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
+	// CRDs go in before the controller manager starts, so its garbage
+	// collector knows the ODA kinds from the first second.
+	stack.kube, err = localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(logDir, "kube"), CRDDir: crdDir})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start kube: %v\n", err)
+		return 1
+	}
+	defer stack.kube.Stop()
+	stack.temporal, err = localstack.StartTemporal(ctx, localstack.Options{
+		ToolsDir: tools, DataDir: filepath.Join(logDir, "temporal"),
+		TemporalExtraArgs: fastPoll,
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start temporal: %v\n", err)
+		return 1
+	}
+	defer stack.temporal.Stop()
+	fmt.Fprintf(os.Stderr, "integration: apiserver, controller-manager and Temporal ready in %s\n", time.Since(start).Round(time.Millisecond))
+	stack.dyn = dynamic.NewForConfigOrDie(stack.kube.RESTConfig)
+	stack.core = kubernetes.NewForConfigOrDie(stack.kube.RESTConfig)
+	stack.tc, err = stack.temporal.Dial(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: dial temporal: %v\n", err)
+		return 1
+	}
+	defer stack.tc.Close()
+	stack.common = config.Common{
+		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.Address,
+		TemporalNamespace: stack.temporal.Namespace, TaskQueue: "odaflow-it",
+		HTTPAddress: "127.0.0.1:0", LogLevel: "warn",
+	}
+	if stack.worker, err = startWorker(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start worker: %v\n", err)
+		return 1
+	}
+	defer stopApp(stack.worker)
+	if stack.watcher, err = startWatcher(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start watcher: %v\n", err)
+		return 1
+	}
+	defer func() { stopApp(stack.watcher) }()
+	return m.Run()
+}
+
+// fastPoll removes the dev server's 50 ms task-queue polling floor (see
+// docs: the research note on the Temporal dev server).
+var fastPoll = []string{
+	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+	"--dynamic-config-value", "history.transferProcessorMaxPollHostRPS=1000",
+	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
+}
+
+func startWorker(ctx context.Context) (*fx.App, error) {
+	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway", IngressSelector: "istio=ingressgateway"}
+	app := worker.New(cfg)
+	return app, app.Start(ctx)
+}
+
+func startWatcher(ctx context.Context) (*fx.App, error) {
+	app := watcher.NewApp(config.Watcher{Common: stack.common})
+	return app, app.Start(ctx)
+}
+
+func stopApp(app *fx.App) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = app.Stop(ctx)
+}
