@@ -7,7 +7,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: all dev test tools build vet fmt-check unit integration bench clean help
+.PHONY: all dev test tools build vet fmt-check unit integration bench clean help record-histories
 
 all: build
 
@@ -48,3 +48,8 @@ integration: tools
 
 clean:
 	rm -rf $(BIN) .dev
+
+## record-histories: re-record the replay suite's histories from the real
+## servers. Only for a deliberate workflow change made behind workflow.GetVersion.
+record-histories: tools
+	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run 'TestComponentLifecycleOnRealServers|TestExposedAPI' ./tests/integration/

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
@@ -29,6 +30,12 @@ func DefaultLifecycles() map[string]Lifecycle {
 			Workflow: workflows.ComponentWorkflow,
 			Input: func(ns, name string) any {
 				return workflows.ComponentInput{Namespace: ns, Name: name}
+			},
+		},
+		oda.KindExposedAPI.Name: {
+			Workflow: workflows.ExposedAPIWorkflow,
+			Input: func(ns, name string) any {
+				return workflows.ExposedAPIInput{Namespace: ns, Name: name}
 			},
 		},
 	}
@@ -52,11 +59,18 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	if err != nil {
 		return err
 	}
+	ingress, err := labels.Parse(cfg.IngressSelector)
+	if err != nil {
+		return fmt.Errorf("--ingress-selector %q: %w", cfg.IngressSelector, err)
+	}
 	metrics := NewMetrics(reg)
 	health.Add("kubernetes", runtime.KubeCheck(core))
 	health.Add("temporal", runtime.TemporalCheck(temporal))
 	newWatcher := func() *Watcher {
-		return New(Config{Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles()}, dyn, temporal, log.With("component", "watcher"), metrics)
+		return New(Config{
+			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(),
+			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace,
+		}, dyn, core, temporal, log.With("component", "watcher"), metrics)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -6,6 +6,9 @@ package watcher
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,11 +18,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -50,6 +61,10 @@ type Config struct {
 	Lifecycles map[string]Lifecycle
 	// Workers is the number of goroutines sending signals.
 	Workers int
+	// IngressSelector and IngressNamespace find the gateway's ingress
+	// Service ("" namespace = all).
+	IngressSelector  labels.Selector
+	IngressNamespace string
 }
 
 // Watcher is the event → signal bridge.
@@ -60,9 +75,14 @@ type Watcher struct {
 	log     *slog.Logger
 	metrics *Metrics
 
-	factory dynamicinformer.DynamicSharedInformerFactory
-	listers map[string]cache.GenericLister
-	queue   workqueue.TypedRateLimitingInterface[key]
+	factory      dynamicinformer.DynamicSharedInformerFactory
+	coreFactory  informers.SharedInformerFactory
+	ingressF     informers.SharedInformerFactory
+	listers      map[string]cache.GenericLister
+	exposedIndex cache.Indexer
+	sliceLister  discoverylisters.EndpointSliceLister
+	svcLister    corelisters.ServiceLister
+	queue        workqueue.TypedRateLimitingInterface[key]
 
 	mu sync.Mutex
 	// sent remembers what was last signalled per resource (own workflow) or
@@ -80,9 +100,12 @@ type key struct {
 }
 
 // New builds a Watcher. Start runs it.
-func New(cfg Config, dyn dynamic.Interface, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
+func New(cfg Config, dyn dynamic.Interface, core kubernetes.Interface, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
 	if cfg.Workers == 0 {
 		cfg.Workers = 8
+	}
+	if cfg.IngressSelector == nil {
+		cfg.IngressSelector = labels.SelectorFromSet(labels.Set{"istio": "ingressgateway"})
 	}
 	w := &Watcher{
 		cfg: cfg, dyn: dyn, temp: temp, log: log, metrics: metrics,
@@ -102,9 +125,76 @@ func New(cfg Config, dyn dynamic.Interface, temp Signaller, log *slog.Logger, me
 		}
 		inf := w.factory.ForResource(kind.GVR())
 		w.listers[kind.Name] = inf.Lister()
+		if kind == oda.KindExposedAPI {
+			_ = inf.Informer().AddIndexers(exposedAPIIndexers())
+			w.exposedIndex = inf.Informer().GetIndexer()
+		}
 		_, _ = inf.Informer().AddEventHandler(w.handler(kind.Name))
 	}
+	// EndpointSlices tell ExposedAPIs whether their implementation is up;
+	// the ingress Service tells them their address.
+	w.coreFactory = informers.NewSharedInformerFactory(core, 0)
+	slices := w.coreFactory.Discovery().V1().EndpointSlices()
+	w.sliceLister = slices.Lister()
+	_, _ = slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.onEndpointSlice,
+		UpdateFunc: func(_, obj any) { w.onEndpointSlice(obj) },
+		DeleteFunc: w.onEndpointSlice,
+	})
+	w.ingressF = informers.NewSharedInformerFactoryWithOptions(core, 0,
+		informers.WithNamespace(cfg.IngressNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.IngressSelector.String() }))
+	svcs := w.ingressF.Core().V1().Services()
+	w.svcLister = svcs.Lister()
+	_, _ = svcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.enqueueAllExposed() },
+		UpdateFunc: func(any, any) { w.enqueueAllExposed() },
+		DeleteFunc: func(any) { w.enqueueAllExposed() },
+	})
 	return w
+}
+
+func (w *Watcher) ingressLister() ([]*corev1.Service, error) {
+	return w.svcLister.List(labels.Everything())
+}
+
+// onEndpointSlice re-evaluates the ExposedAPIs implemented by the slice's
+// Service, found through an index rather than by listing them all.
+func (w *Watcher) onEndpointSlice(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	slice, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || !w.cfg.Namespaces.Matches(slice.Namespace) {
+		return
+	}
+	svc := slice.Labels[discoveryv1.LabelServiceName]
+	if svc == "" {
+		return
+	}
+	w.enqueueExposedBy(byImplementation, slice.Namespace+"/"+svc)
+}
+
+func (w *Watcher) enqueueExposedBy(index, value string) {
+	objs, err := w.exposedIndex.ByIndex(index, value)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(u.GetNamespace()) {
+			w.metrics.Events.WithLabelValues("EndpointSlice").Inc()
+			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
+}
+
+// enqueueAllExposed follows an ingress address change; those are rare.
+func (w *Watcher) enqueueAllExposed() {
+	for _, o := range w.exposedIndex.List() {
+		if u, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(u.GetNamespace()) {
+			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
+	}
 }
 
 func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
@@ -133,6 +223,17 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		if _, ok := w.cfg.Lifecycles[kind]; ok {
 			w.queue.Add(own)
 		}
+		if kind == oda.KindExposedAPI.Name {
+			// A claim on a path prefix came or went: the others on it may win or lose.
+			if path, _, _ := unstructured.NestedString(u.Object, "spec", "path"); path != "" && w.exposedIndex != nil {
+				objs, _ := w.exposedIndex.ByIndex(byPath, path)
+				for _, o := range objs {
+					if other, ok := o.(*unstructured.Unstructured); ok && other.GetUID() != u.GetUID() {
+						w.queue.Add(key{Kind: kind, Namespace: other.GetNamespace(), Name: other.GetName()})
+					}
+				}
+			}
+		}
 		if kind != oda.KindComponent.Name {
 			if _, ok := ParentComponent(u); ok {
 				w.queue.Add(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true})
@@ -150,9 +251,18 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 func (w *Watcher) Run(ctx context.Context) error {
 	defer w.queue.ShutDown()
 	w.factory.Start(ctx.Done())
+	w.coreFactory.Start(ctx.Done())
+	w.ingressF.Start(ctx.Done())
 	for gvr, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %s did not sync", gvr.Resource)
+		}
+	}
+	for _, f := range []informers.SharedInformerFactory{w.coreFactory, w.ingressF} {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("cache of %v did not sync", typ)
+			}
 		}
 	}
 	w.log.Info("watcher caches synced", "namespaces", w.cfg.Namespaces.patterns)
@@ -169,6 +279,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.queue.ShutDown()
 	wg.Wait()
 	w.factory.Shutdown()
+	w.coreFactory.Shutdown()
+	w.ingressF.Shutdown()
 	return nil
 }
 
@@ -219,6 +331,14 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		return err
 	}
 	ev := ResourceEventOf(obj)
+	if k.Kind == oda.KindExposedAPI.Name {
+		exp, err := w.exposureOf(obj)
+		if err != nil {
+			return err
+		}
+		ev.Exposure = exp
+		ev.Hash = hashWith(ev.Hash, exp)
+	}
 	w.mu.Lock()
 	last, seen := w.sent[k]
 	w.mu.Unlock()
@@ -363,6 +483,14 @@ func (w *Watcher) done(k key) {
 	if ok {
 		w.metrics.Latency.WithLabelValues(k.Kind).Observe(time.Since(at).Seconds())
 	}
+}
+
+// hashWith folds the surroundings a workflow depends on into its hash, so a
+// change of readiness or address re-drives it like a spec change.
+func hashWith(base string, extra any) string {
+	b, _ := json.Marshal(extra)
+	sum := sha256.Sum256(append([]byte(base), b...))
+	return hex.EncodeToString(sum[:])[:16]
 }
 
 func hashChild(cs workflows.ChildStatus) string {

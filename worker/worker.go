@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/runtime"
 	"github.com/odaflow/odaflow/workflows"
@@ -24,9 +25,16 @@ import (
 
 // Register puts every odaflow workflow and activity on w. Tests and the
 // replayer use the same function, so what they run is what production runs.
-func Register(w worker.Registry, kube *activities.Kube) {
+func Register(w worker.Registry, kube *activities.Kube, exposure *activities.Exposure) {
 	workflows.Register(w)
 	w.RegisterActivity(kube)
+	w.RegisterActivity(exposure)
+}
+
+// GatewayConfig maps the worker's flags onto the gateway rules.
+func GatewayConfig(cfg config.Worker) gateway.Config {
+	gc := gateway.Config{Gateway: cfg.Gateway, IstioGateway: cfg.IstioGateway, PublicHostname: cfg.PublicHostname}
+	return gc
 }
 
 // New builds the worker application.
@@ -40,17 +48,20 @@ func New(cfg config.Worker) *fx.App {
 		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
 			return activities.NewKube(dyn, core, log.With("component", "activities"))
 		}),
+		fx.Provide(func(kube *activities.Kube) *activities.Exposure {
+			return &activities.Exposure{Kube: kube, Config: GatewayConfig(cfg)}
+		}),
 		fx.Invoke(run),
 	)
 }
 
-func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.Kube, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
+func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.Kube, exposure *activities.Exposure, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
 	w := worker.New(cl, cfg.TaskQueue, worker.Options{
 		// Let activities finish (they are short apiserver calls) before the
 		// process exits on SIGTERM.
 		WorkerStopTimeout: 20 * time.Second,
 	})
-	Register(w, kube)
+	Register(w, kube, exposure)
 	health.Add("temporal", runtime.TemporalCheck(cl))
 	health.Add("kubernetes", runtime.KubeCheck(core))
 	ctx, cancel := context.WithCancel(context.Background())

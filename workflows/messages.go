@@ -6,6 +6,8 @@ package workflows
 import (
 	"time"
 
+	"github.com/odaflow/odaflow/gateway"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -39,8 +41,24 @@ type ResourceEvent struct {
 	Deleting bool `json:"deleting,omitempty"`
 	// Deleted is true when the object is gone from the apiserver.
 	Deleted bool `json:"deleted,omitempty"`
+	// Exposure is what an ExposedAPI's workflow needs from the cluster
+	// around it, read by the watcher from its caches so that the workflow
+	// makes no list calls.
+	Exposure *Exposure `json:"exposure,omitempty"`
 }
 
+// Exposure is the cluster state an ExposedAPI depends on.
+type Exposure struct {
+	// Ingress is the gateway's ingress address; nil while it has none
+	// (the workflow waits durably for the next event).
+	Ingress *gateway.Ingress `json:"ingress,omitempty"`
+	// ImplementationReady is true when the implementation Service has a
+	// ready endpoint.
+	ImplementationReady bool `json:"implementationReady"`
+	// ConflictsWith names the ExposedAPI (namespace/name) that claimed the
+	// same host and path prefix first; set only when this one lost.
+	ConflictsWith string `json:"conflictsWith,omitempty"`
+}
 // ChildStatus is a child's status as its Component needs it.
 type ChildStatus struct {
 	Kind           string `json:"kind"`

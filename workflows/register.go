@@ -5,4 +5,5 @@ import "go.temporal.io/sdk/worker"
 // Register registers every odaflow workflow.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(ComponentWorkflow)
+	r.RegisterWorkflow(ExposedAPIWorkflow)
 }

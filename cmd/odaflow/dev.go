@@ -77,6 +77,9 @@ func runDev(args []string) error {
 	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
 		return err
 	}
+	if err := localstack.GatewayCRDs(crdDir); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
+	}
 	if err := localstack.InstallCRDs(ctx, restCfg, crdDir); err != nil {
 		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
@@ -92,9 +95,9 @@ func runDev(args []string) error {
 
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
-		TaskQueue: "odaflow", LogLevel: *logLevel,
+		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway",
 	}
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway", IngressSelector: "istio=ingressgateway"}
+	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway"}
 	wcfg.HTTPAddress = "127.0.0.1:8081"
 	vcfg := config.Watcher{Common: common}
 	vcfg.HTTPAddress = "127.0.0.1:8082"
@@ -110,6 +113,13 @@ func runDev(args []string) error {
 		}(app)
 	}
 
+	if *sample && *kubeconfig == "" {
+		// The local cluster has no load balancer and no kubelet: stand in for
+		// them so the sample's APIs get a url and a ready implementation.
+		if err := simulateCluster(ctx, restCfg, *namespace); err != nil {
+			return fmt.Errorf("simulate the gateway and endpoints: %w", err)
+		}
+	}
 	if *sample {
 		if err := kubeapply.Apply(ctx, restCfg, namespaceManifest(*namespace), ""); err != nil {
 			return fmt.Errorf("create namespace %s: %w", *namespace, err)

@@ -28,16 +28,18 @@ type Common struct {
 	// APIKeyFile holds the Temporal API key; the key itself never passes
 	// through flags or the environment.
 	APIKeyFile string
+	// IngressSelector and IngressNamespace find the gateway's ingress
+	// Service, whose address makes the ExposedAPI URLs.
+	IngressSelector  string
+	IngressNamespace string
 }
 
 // Worker configures `odaflow worker`.
 type Worker struct {
 	Common
-	Gateway          string
-	IstioGateway     string
-	PublicHostname   string
-	IngressSelector  string
-	IngressNamespace string
+	Gateway        string
+	IstioGateway   string
+	PublicHostname string
 }
 
 // Watcher configures `odaflow watcher`.
@@ -95,6 +97,8 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSKey, "temporal-tls-key", env("ODAFLOW_TEMPORAL_TLS_KEY", ""), "client key file for mTLS to Temporal")
 	fs.StringVar(&c.TLSCA, "temporal-tls-ca", env("ODAFLOW_TEMPORAL_TLS_CA", ""), "CA file to verify the Temporal server")
 	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", env("ODAFLOW_TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify on the Temporal certificate")
+	fs.StringVar(&c.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
+	fs.StringVar(&c.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
 	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
 }
 
@@ -145,8 +149,6 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&w.Gateway, "gateway", env("ODAFLOW_GATEWAY", "istio"), "API gateway: istio, kong, kong-admin or apisix (env ODAFLOW_GATEWAY)")
 	fs.StringVar(&w.IstioGateway, "istio-gateway", env("ODAFLOW_ISTIO_GATEWAY", "components/component-gateway"), "Istio Gateway the VirtualServices bind to (env ODAFLOW_ISTIO_GATEWAY)")
 	fs.StringVar(&w.PublicHostname, "public-hostname", env("ODAFLOW_PUBLIC_HOSTNAME", ""), "public host name of the gateway; overrides the load-balancer address (env ODAFLOW_PUBLIC_HOSTNAME)")
-	fs.StringVar(&w.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
-	fs.StringVar(&w.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
 }
 
 // Validate checks the worker's configuration.

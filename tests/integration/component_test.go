@@ -16,13 +16,6 @@ import (
 
 const component = "ctk-productcatalogmanagement"
 
-// simulateExposed plays the API gateway: the ExposedAPI gets a url and a
-// ready implementation (the ExposedAPI workflow's job, tested on its own).
-func simulateExposed(t *testing.T, ns, name string) {
-	mergePatch(t, oda.KindExposedAPI, ns, name, fmt.Sprintf(
-		`{"status":{"apiStatus":{"name":%q,"url":"https://10.1.2.3/%s"},"implementation":{"ready":true}}}`, name, name))
-}
-
 func simulateIdentity(t *testing.T, ns, name string) {
 	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"status":{"identityConfig":{"identityProvider":"Keycloak","listenerRegistered":false}}}`)
 }
@@ -60,17 +53,23 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 		t.Errorf("spec.segment = %q", seg)
 	}
 
-	// Children become ready: the Component moves through the Canvas's states.
-	for _, name := range exposed {
-		simulateExposed(t, ns, name)
+	// The gateway gets an address and the implementations come up (what a
+	// cluster's load balancer and EndpointSlice controller do): the
+	// ExposedAPI workflows fill url and ready, and the Component moves on.
+	ensureIngress(t)
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
+		setEndpoints(t, ns, svc, true)
 	}
 	waitPhase(t, ns, component, oda.StatusIDConfOp, 30*time.Second)
 	simulateIdentity(t, ns, component)
 	done := waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
-	t.Logf("apply → Complete (children simulated): %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("apply → Complete (endpoints, address and identity simulated): %s", time.Since(start).Round(time.Millisecond))
 	if s, _, _ := unstructuredString(done.Object, "status", "summary/status", "coreAPIsummary"); s == "" {
 		t.Errorf("coreAPIsummary is empty")
 	}
+
+	recordHistory(t, wfID, "component-install.json")
 
 	// A status-only write (what every controller does) re-drives nothing.
 	before := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
@@ -110,6 +109,8 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 		t.Errorf("runs after upgrade = %v, want the same single run", runs)
 	}
 
+	recordHistory(t, wfID, "component-upgrade.json")
+
 	// Deletion ends the lifecycle; the garbage collector removes the children.
 	if err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Delete(context.Background(), component, metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete: %v", err)
@@ -118,6 +119,7 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 		st, err := workflowStatus(wfID)
 		return err == nil && st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(st, err)
 	})
+	recordHistory(t, wfID, "component-delete.json")
 	eventually(t, 60*time.Second, "children garbage-collected", func() (bool, string) {
 		names := append(listChildren(t, oda.KindExposedAPI, ns, component), listChildren(t, oda.KindIdentityConfig, ns, component)...)
 		return len(names) == 0, fmt.Sprint(names)
@@ -159,4 +161,5 @@ func TestMalformedComponentFailsWithoutBlockingOthers(t *testing.T) {
 		t.Fatalf("fix: %v", err)
 	}
 	waitPhase(t, ns, "bad-component", oda.StatusCompCon, 30*time.Second)
+	recordHistory(t, oda.WorkflowID("Component", ns, "bad-component"), "component-failure-recovery.json")
 }

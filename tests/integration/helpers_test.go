@@ -43,6 +43,11 @@ func createNamespace(t *testing.T, name string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
+	// API paths are cluster-wide claims on the gateway: leave none behind
+	// for the next test.
+	t.Cleanup(func() {
+		_ = stack.core.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 }
 
 func create(t *testing.T, kind oda.Kind, obj *unstructured.Unstructured) *unstructured.Unstructured {

@@ -60,6 +60,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
+	if err := localstack.GatewayCRDs(crdDir); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: gateway CRDs: %v\n", err)
+		return 1
+	}
 	// CRDs go in before the controller manager starts, so its garbage
 	// collector knows the ODA kinds from the first second.
 	stack.kube, err = localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(logDir, "kube"), CRDDir: crdDir})
@@ -89,7 +93,7 @@ func run(m *testing.M) int {
 	stack.common = config.Common{
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.Address,
 		TemporalNamespace: stack.temporal.Namespace, TaskQueue: "odaflow-it",
-		HTTPAddress: "127.0.0.1:0", LogLevel: "warn",
+		HTTPAddress: "127.0.0.1:0", LogLevel: "warn", IngressSelector: "istio=ingressgateway",
 	}
 	if stack.worker, err = startWorker(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: start worker: %v\n", err)
@@ -113,7 +117,7 @@ var fastPoll = []string{
 }
 
 func startWorker(ctx context.Context) (*fx.App, error) {
-	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway", IngressSelector: "istio=ingressgateway"}
+	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway"}
 	app := worker.New(cfg)
 	return app, app.Start(ctx)
 }

@@ -1,0 +1,318 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/odaflow/odaflow/gateway"
+	"github.com/odaflow/odaflow/oda"
+)
+
+// Exposure publishes ExposedAPIs through the configured gateway.
+type Exposure struct {
+	Kube   *Kube
+	Config gateway.Config
+}
+
+// ObjectRef is a gateway object odaflow applied.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+	// Owned objects go with the ExposedAPI through garbage collection;
+	// the others are deleted explicitly behind a finalizer.
+	Owned bool `json:"owned"`
+}
+
+func (r ObjectRef) key() string {
+	return r.APIVersion + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// ExposeInput is one ExposedAPI to publish and report on.
+type ExposeInput struct {
+	API                 gateway.API      `json:"api"`
+	Ingress             *gateway.Ingress `json:"ingress,omitempty"`
+	ImplementationReady bool             `json:"implementationReady"`
+	// Failure, when set, is reported instead of exposing (invalid spec,
+	// a path prefix another ExposedAPI holds); stale objects are removed.
+	Failure *oda.Failure `json:"failure,omitempty"`
+	// SkipApply reuses Applied: only the url and readiness changed.
+	SkipApply         bool           `json:"skipApply,omitempty"`
+	Applied           []ObjectRef    `json:"applied,omitempty"`
+	ObservedHash      string         `json:"observedHash"`
+	Generation        int64          `json:"generation"`
+	PreviousCondition *oda.Condition `json:"previousCondition,omitempty"`
+	PreviousPhase     string         `json:"previousPhase,omitempty"`
+}
+
+// ExposeResult is what the workflow keeps.
+type ExposeResult struct {
+	Applied   []ObjectRef    `json:"applied,omitempty"`
+	Phase     string         `json:"phase"`
+	Condition *oda.Condition `json:"condition"`
+	URL       string         `json:"url,omitempty"`
+}
+
+// Expose applies the gateway objects the API needs (server-side apply),
+// deletes the ones it no longer needs, and writes status.apiStatus,
+// status.implementation and the Ready condition in one patch. Two apiserver
+// requests per API in the common case: the apply and the status write.
+func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, error) {
+	res := ExposeResult{Applied: in.Applied}
+	var spec gateway.Spec
+	if in.Failure == nil {
+		var err error
+		if spec, err = gateway.ParseSpec(in.API.Spec); err != nil {
+			return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
+		}
+	}
+	if in.Failure != nil {
+		// Nothing may stay published under a failed API.
+		if err := e.deleteObjects(ctx, in.Applied, nil); err != nil {
+			return res, err
+		}
+		res.Applied = nil
+	} else if !in.SkipApply {
+		applied, err := e.apply(ctx, in.API, spec, in.Applied)
+		if err != nil {
+			return res, err
+		}
+		res.Applied = applied
+	}
+
+	status := map[string]any{}
+	phase := phaseFailed
+	var url string
+	if in.Failure == nil {
+		apiStatus, ok := gateway.APIStatus(e.Config, in.API, spec, derefIngress(in.Ingress))
+		for _, r := range res.Applied {
+			if r.Owned && r.UID != "" {
+				apiStatus["uid"] = r.UID // the Canvas reports the route object's uid
+				break
+			}
+		}
+		status["apiStatus"] = apiStatus
+		url, _ = apiStatus["url"].(string)
+		switch {
+		case !ok:
+			phase = phaseWaiting
+		case !in.ImplementationReady:
+			phase = phaseNotReady
+		default:
+			phase = phaseExposed
+		}
+	}
+	status["implementation"] = map[string]any{"ready": in.Failure == nil && in.ImplementationReady}
+	cond := exposureCondition(phase, in.Failure, in.Generation, in.PreviousCondition, time.Now())
+	status["conditions"] = []any{conditionMap(cond)}
+
+	var event *Event
+	if phase != in.PreviousPhase {
+		event = &Event{Type: "Normal", Reason: phase, Message: cond.Message}
+		if phase == phaseFailed {
+			event.Type = "Warning"
+			event.Reason = in.Failure.Reason
+		}
+	}
+	err := e.Kube.WriteStatus(ctx, WriteStatusInput{
+		Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: in.API.Namespace, Name: in.API.Name}, UID: in.API.UID,
+		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: true,
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Phase, res.Condition, res.URL = phase, &cond, url
+	return res, nil
+}
+
+// The phases of an ExposedAPI (mirrored in package workflows).
+const (
+	phaseExposed  = "Exposed"
+	phaseWaiting  = "WaitingForAddress"
+	phaseNotReady = "ImplementationNotReady"
+	phaseFailed   = "Failed"
+)
+
+func exposureCondition(phase string, failure *oda.Failure, generation int64, prev *oda.Condition, now time.Time) oda.Condition {
+	c := oda.Condition{Type: "Ready", Status: "False", ObservedGeneration: generation, Reason: phase}
+	switch phase {
+	case phaseExposed:
+		c.Status, c.Message = "True", "exposed through the gateway with a ready implementation"
+	case phaseWaiting:
+		c.Message = "the gateway's ingress has no address yet; the url follows when it has one"
+	case phaseNotReady:
+		c.Message = "the implementation Service has no ready endpoint"
+	case phaseFailed:
+		c.Reason, c.Message = failure.Reason, failure.Message
+	}
+	c.LastTransitionTime = now.UTC().Format(time.RFC3339)
+	if prev != nil && prev.Status == c.Status && prev.LastTransitionTime != "" {
+		c.LastTransitionTime = prev.LastTransitionTime
+	}
+	return c
+}
+
+func conditionMap(c oda.Condition) map[string]any {
+	return map[string]any{
+		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+		"lastTransitionTime": c.LastTransitionTime, "observedGeneration": c.ObservedGeneration,
+	}
+}
+
+func derefIngress(in *gateway.Ingress) gateway.Ingress {
+	if in == nil {
+		return gateway.Ingress{}
+	}
+	return *in
+}
+
+// apply server-side-applies the desired gateway objects and deletes the
+// previously applied ones that are no longer desired (a policy switched
+// off removes its plugin).
+func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec, previous []ObjectRef) ([]ObjectRef, error) {
+	objs, err := gateway.Desired(e.Config, api, spec)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
+	}
+	var applied []ObjectRef
+	unowned := false
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o.Object}
+		ri, err := e.resource(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
+		if err != nil {
+			return nil, err
+		}
+		body, err := json.Marshal(u.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		force := true
+		out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+		if err != nil {
+			return nil, kubeError(fmt.Sprintf("apply %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), err)
+		}
+		applied = append(applied, ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(out.GetUID()), Owned: o.Owned})
+		unowned = unowned || !o.Owned
+	}
+	if unowned {
+		if err := e.ensureFinalizer(ctx, api); err != nil {
+			return nil, err
+		}
+	}
+	keep := map[string]bool{}
+	for _, r := range applied {
+		keep[r.key()] = true
+	}
+	if err := e.deleteObjects(ctx, previous, keep); err != nil {
+		return nil, err
+	}
+	return applied, nil
+}
+
+// ensureFinalizer adds odaflow's finalizer with its own field manager: a
+// server-side apply of a set-typed list adds the entry and leaves other
+// controllers' finalizers alone.
+func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) error {
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": oda.APIVersion, "kind": oda.KindExposedAPI.Name,
+		"metadata": map[string]any{"name": api.Name, "namespace": api.Namespace, "uid": api.UID, "finalizers": []string{oda.Finalizer}},
+	})
+	force := true
+	_, err := e.Kube.Dynamic.Resource(oda.KindExposedAPI.GVR()).Namespace(api.Namespace).Patch(ctx, api.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+	if err != nil {
+		return kubeError("add finalizer to ExposedAPI "+api.Namespace+"/"+api.Name, err)
+	}
+	return nil
+}
+
+func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map[string]bool) error {
+	for _, r := range refs {
+		if keep[r.key()] {
+			continue
+		}
+		ri, err := e.resource(r.APIVersion, r.Kind, r.Namespace)
+		if err != nil {
+			return err
+		}
+		opts := metav1.DeleteOptions{}
+		if r.UID != "" {
+			uid := types.UID(r.UID)
+			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+		}
+		err = ri.Delete(ctx, r.Name, opts)
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return kubeError(fmt.Sprintf("delete %s %s/%s", r.Kind, r.Namespace, r.Name), err)
+		}
+	}
+	return nil
+}
+
+// UnexposeInput is an ExposedAPI on its way out.
+type UnexposeInput struct {
+	Ref        oda.Ref     `json:"ref"`
+	UID        string      `json:"uid"`
+	Applied    []ObjectRef `json:"applied,omitempty"`
+	Finalizers []string    `json:"finalizers,omitempty"`
+}
+
+// Unexpose deletes the gateway objects garbage collection cannot reach
+// (those in another namespace), then releases odaflow's finalizer and a
+// Python Canvas's kopf finalizer.
+func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
+	var unowned []ObjectRef
+	for _, r := range in.Applied {
+		if !r.Owned {
+			unowned = append(unowned, r)
+		}
+	}
+	if err := e.deleteObjects(ctx, unowned, nil); err != nil {
+		return err
+	}
+	var release []string
+	for _, f := range in.Finalizers {
+		if f == oda.Finalizer || f == oda.KopfFinalizer {
+			release = append(release, f)
+		}
+	}
+	if len(release) == 0 {
+		return nil
+	}
+	return e.Kube.RemoveFinalizers(ctx, RemoveFinalizersInput{Ref: in.Ref, UID: in.UID, Finalizers: release})
+}
+
+// gatewayResources maps the gateway kinds odaflow writes to their resources;
+// a static table spares a discovery round trip per write.
+var gatewayResources = map[string]string{
+	"networking.istio.io/VirtualService":       "virtualservices",
+	"monitoring.coreos.com/ServiceMonitor":     "servicemonitors",
+	"gateway.networking.k8s.io/HTTPRoute":      "httproutes",
+	"gateway.networking.k8s.io/ReferenceGrant": "referencegrants",
+	"configuration.konghq.com/KongPlugin":      "kongplugins",
+	"apisix.apache.org/ApisixRoute":            "apisixroutes",
+	"apisix.apache.org/ApisixPluginConfig":     "apisixpluginconfigs",
+}
+
+func (e *Exposure) resource(apiVersion, kind, namespace string) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("bad apiVersion "+apiVersion, ErrTypeInvalid, err)
+	}
+	res, ok := gatewayResources[gv.Group+"/"+kind]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError("odaflow does not write "+kind+" objects", ErrTypeInvalid, nil)
+	}
+	return e.Kube.Dynamic.Resource(gv.WithResource(res)).Namespace(namespace), nil
+}

@@ -1,0 +1,158 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+const apisixAPIVersion = "apisix.apache.org/v2"
+
+// DefaultApisixRate is the limit-req rate when rateLimit gives no limit (the
+// Canvas's default).
+const DefaultApisixRate = 5
+
+// Names of the APISIX children of an ExposedAPI (§1.8).
+func ApisixRouteName(exposedAPI string) string { return "apisix-api-route-" + exposedAPI }
+func ApisixPluginConfigName(exposedAPI string) string {
+	return "combined-apisixpluginconfig-" + exposedAPI
+}
+
+// apisix builds the APISIX objects of an ExposedAPI (§2.2.3): the
+// ApisixPluginConfig with one plugin per enabled policy, and the ApisixRoute
+// that uses it on every http block. Both live in ApisixNamespace (the
+// ApisixRoute must sit with its backend Service), so they are owned only when
+// that is the ExposedAPI's own namespace. The plugin config is applied even
+// without plugins, as the Canvas did, so that the route's reference always
+// resolves. Names follow the ExposedAPI name as for Kong (see builder.kong).
+func (b builder) apisix() []Object {
+	name := b.api.Name
+	ns := b.cfg.ApisixNamespace
+
+	config := b.object(apisixAPIVersion, "ApisixPluginConfig", ns, ApisixPluginConfigName(name), nil)
+	config.Object["spec"] = map[string]any{"plugins": apisixPlugins(b.spec.Policies)}
+
+	base := strings.TrimSuffix(b.spec.Path, "/")
+	http := map[string]any{
+		"name":               "http-all",
+		"match":              map[string]any{"paths": []any{b.spec.Path, base + "/*"}},
+		"backends":           []any{map[string]any{"serviceName": b.cfg.BackendService, "servicePort": int64(b.cfg.BackendPort)}},
+		"plugin_config_name": ApisixPluginConfigName(name),
+	}
+	if IsLongLived(b.spec.APIType) {
+		http["timeout"] = map[string]any{
+			"connect": apisixSeconds(b.cfg.ConnectTimeout),
+			"read":    apisixSeconds(b.cfg.ReadTimeout),
+			"send":    apisixSeconds(b.cfg.WriteTimeout),
+		}
+	}
+	route := b.object(apisixAPIVersion, "ApisixRoute", ns, ApisixRouteName(name), nil)
+	route.Object["spec"] = map[string]any{"http": []any{http}}
+	return []Object{config, route}
+}
+
+// apisixSeconds formats a timeout as APISIX wants it ("60s"), rounding up to
+// whole seconds.
+func apisixSeconds(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return fmt.Sprintf("%ds", s)
+}
+
+// apisixKey maps a rate-limit or quota identifier to the APISIX variable the
+// counter is keyed on. "IP", the identifier of the ExposedAPI examples, is
+// the client address (remote_addr); other identifiers are passed through.
+func apisixKey(identifier string) string {
+	if identifier == "" || strings.EqualFold(identifier, "ip") {
+		return "remote_addr"
+	}
+	return identifier
+}
+
+// apisixPlugins builds the plugins of the enabled policies in the Canvas's
+// order: limit-req, limit-count, cors, key-auth. oas-validation is left out
+// (§5.2.10): open-source APISIX has no such plugin, and Omissions reports it.
+func apisixPlugins(p Policies) []any {
+	plugins := []any{}
+	add := func(name string, config map[string]any) {
+		plugins = append(plugins, map[string]any{"name": name, "enable": true, "config": config})
+	}
+	if rl := p.RateLimit; rl != nil {
+		rate := rl.Limit
+		if rate < 1 {
+			rate = DefaultApisixRate
+		}
+		add("limit-req", map[string]any{"rate": rate, "burst": int64(0), "key": apisixKey(rl.Identifier), "nodelay": true})
+	}
+	if q := p.Quota; q != nil {
+		add("limit-count", map[string]any{"count": q.Limit, "time_window": int64(60), "key": apisixKey(q.Identifier), "rejected_code": int64(429)})
+	}
+	if c := p.CORS; c != nil {
+		add("cors", map[string]any{
+			"allowCredentials": c.AllowCredentials,
+			"allowOrigins":     strs(c.AllowOrigins),
+			"handlePreflightRequests": map[string]any{
+				"enabled":      c.Preflight.Enabled,
+				"allowHeaders": strings.Join(c.Preflight.AllowHeaders, ", "),
+				"allowMethods": strings.Join(c.Preflight.AllowMethods, ", "),
+				"maxAge":       c.Preflight.MaxAge,
+			},
+		})
+	}
+	if k := p.APIKey; k != nil {
+		config := map[string]any{}
+		if k.Location != "" {
+			config["key"] = k.Location
+		}
+		add("key-auth", config)
+	}
+	return plugins
+}
+
+// apisixTemplate puts the template's plugins first in the ApisixPluginConfig.
+func (b builder) apisixTemplate(objs []Object, docs []map[string]any) ([]Object, error) {
+	var config map[string]any
+	for _, o := range objs {
+		if o.Kind() == "ApisixPluginConfig" {
+			config = o.Object
+		}
+	}
+	if config == nil {
+		return nil, fmt.Errorf("gateway: template: no ApisixPluginConfig among the desired objects")
+	}
+	spec, _ := config["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+		config["spec"] = spec
+	}
+	own, _ := spec["plugins"].([]any)
+	ownNames := map[string]bool{}
+	for _, p := range own {
+		if m, _ := p.(map[string]any); m != nil {
+			name, _ := m["name"].(string)
+			ownNames[name] = true
+		}
+	}
+	plugins := []any{}
+	for i, doc := range docs {
+		docSpec, _ := doc["spec"].(map[string]any)
+		list, ok := docSpec["plugins"].([]any)
+		if !ok {
+			return nil, fmt.Errorf("gateway: template document %d: spec.plugins must be a list", i)
+		}
+		for j, p := range list {
+			m, _ := p.(map[string]any)
+			name, _ := m["name"].(string)
+			if name == "" {
+				return nil, fmt.Errorf("gateway: template document %d: spec.plugins[%d].name is required", i, j)
+			}
+			if !ownNames[name] {
+				plugins = append(plugins, deepCopy(m))
+			}
+		}
+	}
+	spec["plugins"] = append(plugins, own...)
+	return objs, nil
+}

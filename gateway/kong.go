@@ -1,0 +1,290 @@
+package gateway
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+const (
+	httpRouteAPIVersion      = "gateway.networking.k8s.io/v1"
+	referenceGrantAPIVersion = "gateway.networking.k8s.io/v1beta1"
+	kongPluginAPIVersion     = "configuration.konghq.com/v1"
+)
+
+// Annotations Kong reads on an HTTPRoute (and, for timeouts, on the backend
+// Service).
+const (
+	AnnotationKongPlugins        = "konghq.com/plugins"
+	AnnotationKongStripPath      = "konghq.com/strip-path"
+	AnnotationKongProtocols      = "konghq.com/protocols"
+	AnnotationKongHTTPSRedirect  = "konghq.com/https-redirect-status-code"
+	AnnotationKongConnectTimeout = "konghq.com/connect-timeout"
+	AnnotationKongReadTimeout    = "konghq.com/read-timeout"
+	AnnotationKongWriteTimeout   = "konghq.com/write-timeout"
+)
+
+// Names of the Kong children of an ExposedAPI (§1.8).
+func HTTPRouteName(exposedAPI string) string      { return "kong-api-route-" + exposedAPI }
+func ReferenceGrantName(exposedAPI string) string { return "kong-ref-grant-" + exposedAPI }
+func RateLimitPluginName(exposedAPI string) string {
+	return "rate-limit-" + exposedAPI
+}
+func APIAuthenticationPluginName(exposedAPI string) string {
+	return "apiauthentication-" + exposedAPI
+}
+func CORSPluginName(exposedAPI string) string { return "cors-" + exposedAPI }
+
+// kong builds the Kong objects of an ExposedAPI (§2.2.2): the ReferenceGrant
+// that lets the HTTPRoute reach the backend Service in BackendNamespace, one
+// KongPlugin per enabled policy, and the HTTPRoute that lists them.
+//
+// Naming (the §4.6 conflict). Every name here is "<prefix>-<ExposedAPI
+// name>", and odaflow names ExposedAPIs by the Canvas operator's rule of §1.8,
+// with the major version: "ctk-productcatalogmanagement-productcatalogmanagement-v4"
+// gives "kong-api-route-ctk-productcatalogmanagement-productcatalogmanagement-v4".
+// The UC015 features expect the names without "-v4"; they passed only
+// against the old unversioned names. odaflow keeps the versioned names:
+// one Component API with two specification versions is two ExposedAPIs, and
+// unversioned gateway names would make their routes and plugins collide.
+// The gateway names follow whatever the ExposedAPI is called, so an ExposedAPI
+// created without a version (as by the v1beta3 charts of UC015 under the
+// Canvas) still gets exactly the names UC015 checks.
+func (b builder) kong() ([]Object, error) {
+	name := b.api.Name
+	var objs []Object
+
+	grant := b.object(referenceGrantAPIVersion, "ReferenceGrant", b.cfg.BackendNamespace, ReferenceGrantName(name), nil)
+	grant.Object["spec"] = map[string]any{
+		"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": b.api.Namespace}},
+		"to":   []any{map[string]any{"group": "", "kind": "Service", "name": b.cfg.BackendService}},
+	}
+	objs = append(objs, grant)
+
+	plugins, err := kongPlugins(b.spec.Policies)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, p := range plugins {
+		pluginName := p.prefix + name
+		o := b.object(kongPluginAPIVersion, "KongPlugin", b.api.Namespace, pluginName, nil)
+		o.Object["plugin"] = p.plugin
+		o.Object["config"] = p.config
+		objs = append(objs, o)
+		names = append(names, pluginName)
+	}
+
+	annotations := map[string]string{
+		AnnotationKongStripPath:     "false",
+		AnnotationKongProtocols:     strings.Join(kongProtocols(b.cfg), ","),
+		AnnotationKongHTTPSRedirect: "301",
+	}
+	for k, v := range KongBackendServiceAnnotations(b.cfg, b.spec) {
+		annotations[k] = v
+	}
+	if len(names) > 0 {
+		annotations[AnnotationKongPlugins] = strings.Join(names, ",")
+	}
+	route := b.object(httpRouteAPIVersion, "HTTPRoute", b.api.Namespace, HTTPRouteName(name), annotations)
+	route.Object["spec"] = map[string]any{
+		"parentRefs": []any{map[string]any{"name": b.cfg.KongGatewayName, "namespace": b.cfg.KongGatewayNamespace}},
+		"rules": []any{map[string]any{
+			"matches": []any{map[string]any{"path": map[string]any{"type": "PathPrefix", "value": b.spec.Path}}},
+			"backendRefs": []any{map[string]any{
+				"name":      b.cfg.BackendService,
+				"kind":      "Service",
+				"port":      int64(b.cfg.BackendPort),
+				"namespace": b.cfg.BackendNamespace,
+			}},
+		}},
+	}
+	return append(objs, route), nil
+}
+
+// KongBackendServiceAnnotations are the timeout annotations a long-lived API
+// (mcp, a2a, sse) needs, in milliseconds. They go on the HTTPRoute and,
+// because Kong takes upstream timeouts from the backend Service, the caller
+// also merges them into the annotations of BackendService. Nil for other
+// APIs.
+func KongBackendServiceAnnotations(cfg Config, spec Spec) map[string]string {
+	cfg = cfg.WithDefaults()
+	if !IsLongLived(spec.APIType) {
+		return nil
+	}
+	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+	return map[string]string{
+		AnnotationKongConnectTimeout: ms(cfg.ConnectTimeout),
+		AnnotationKongReadTimeout:    ms(cfg.ReadTimeout),
+		AnnotationKongWriteTimeout:   ms(cfg.WriteTimeout),
+	}
+}
+
+// kongProtocols: https only, redirecting http with 301, as the Canvas does;
+// both when URLs are plain http.
+func kongProtocols(cfg Config) []string {
+	if cfg.Scheme == "http" {
+		return []string{"http", "https"}
+	}
+	return []string{"https"}
+}
+
+// kongPlugin is one Kong plugin of an ExposedAPI, shared by the KongPlugin
+// objects and the Kong Admin API entities.
+type kongPlugin struct {
+	prefix string // of the KongPlugin name
+	plugin string // Kong plugin type
+	config map[string]any
+}
+
+// kongPlugins builds the plugins of the enabled policies, in the Canvas's
+// order (rate limit, authentication, CORS).
+func kongPlugins(p Policies) ([]kongPlugin, error) {
+	var out []kongPlugin
+	if rl := p.RateLimit; rl != nil {
+		if rl.Limit < 1 {
+			return nil, FieldErrors{{Path: "spec.rateLimit.limit", Message: "is required when rateLimit is enabled"}}
+		}
+		unit := rl.Interval
+		if unit == "" {
+			unit = "minute" // what the Canvas always used
+		}
+		out = append(out, kongPlugin{prefix: "rate-limit-", plugin: "rate-limiting", config: map[string]any{
+			unit:     rl.Limit,
+			"policy": "local",
+		}})
+	}
+	if p.APIKey != nil {
+		out = append(out, kongPlugin{prefix: "apiauthentication-", plugin: "jwt", config: map[string]any{
+			"uri_param_names":  []any{"jwt"},
+			"cookie_names":     []any{"token"},
+			"claims_to_verify": []any{"exp"},
+			"key_claim_name":   "iss",
+			"secret_is_base64": false,
+		}})
+	}
+	if c := p.CORS; c != nil {
+		out = append(out, kongPlugin{prefix: "cors-", plugin: "cors", config: map[string]any{
+			"methods":     strs(c.Preflight.AllowMethods),
+			"headers":     strs(c.Preflight.AllowHeaders),
+			"origins":     strs(c.AllowOrigins),
+			"credentials": c.AllowCredentials,
+			"max_age":     c.Preflight.MaxAge,
+		}})
+	}
+	return out, nil
+}
+
+// WithTemplate adds the plugins of a policy template (spec.template, which
+// the caller downloads and splits into YAML documents) to the objects of
+// Desired, returning a new list; objs is not modified.
+//
+//   - kong: every document is a KongPlugin; it is put in the ExposedAPI's
+//     namespace, owned and labelled like the other plugins, applied before the
+//     HTTPRoute and appended to its konghq.com/plugins annotation.
+//   - apisix: the spec.plugins of every document come first in the
+//     ApisixPluginConfig; a plugin the spec's own policies also configure is
+//     taken from the spec.
+//   - istio and kong-admin: objs is returned as it is (see Omissions and
+//     KongAdminTemplatePlugins).
+func WithTemplate(cfg Config, api API, objs []Object, docs []map[string]any) ([]Object, error) {
+	cfg = cfg.WithDefaults()
+	out := make([]Object, len(objs))
+	for i, o := range objs {
+		out[i] = Object{Object: deepCopy(o.Object).(map[string]any), Owned: o.Owned}
+	}
+	if len(docs) == 0 {
+		return out, nil
+	}
+	if api.Name == "" || api.Namespace == "" || api.UID == "" {
+		return nil, fmt.Errorf("gateway: template: ExposedAPI name, namespace and uid required")
+	}
+	b := builder{cfg: cfg, api: api}
+	switch cfg.Gateway {
+	case GatewayKong:
+		return b.kongTemplate(out, docs)
+	case GatewayApisix:
+		return b.apisixTemplate(out, docs)
+	}
+	return out, nil
+}
+
+func (b builder) kongTemplate(objs []Object, docs []map[string]any) ([]Object, error) {
+	routeAt := -1
+	taken := map[string]bool{}
+	for i, o := range objs {
+		if o.Kind() == "HTTPRoute" {
+			routeAt = i
+		}
+		if o.Kind() == "KongPlugin" {
+			taken[o.Name()] = true
+		}
+	}
+	if routeAt < 0 {
+		return nil, fmt.Errorf("gateway: template: no HTTPRoute among the desired objects")
+	}
+	var plugins []Object
+	var names []string
+	for i, doc := range docs {
+		o, err := b.templateKongPlugin(i, doc)
+		if err != nil {
+			return nil, err
+		}
+		if taken[o.Name()] {
+			return nil, fmt.Errorf("gateway: template document %d: KongPlugin %q is already desired", i, o.Name())
+		}
+		taken[o.Name()] = true
+		plugins = append(plugins, o)
+		names = append(names, o.Name())
+	}
+	route := objs[routeAt]
+	meta := route.Object["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		meta["annotations"] = ann
+	}
+	if prev, _ := ann[AnnotationKongPlugins].(string); prev != "" {
+		names = append([]string{prev}, names...)
+	}
+	ann[AnnotationKongPlugins] = strings.Join(names, ",")
+	out := append([]Object{}, objs[:routeAt]...)
+	out = append(out, plugins...)
+	return append(out, objs[routeAt:]...), nil
+}
+
+// templateKongPlugin checks one template document and makes it a KongPlugin
+// of the API: the Canvas applied each document as a KongPlugin whatever it
+// was, odaflow refuses anything else.
+func (b builder) templateKongPlugin(i int, doc map[string]any) (Object, error) {
+	bad := func(format string, args ...any) (Object, error) {
+		return Object{}, fmt.Errorf("gateway: template document %d: %s", i, fmt.Sprintf(format, args...))
+	}
+	if v, _ := doc["apiVersion"].(string); v != "" && v != kongPluginAPIVersion {
+		return bad("apiVersion must be %s, got %q", kongPluginAPIVersion, v)
+	}
+	if k, _ := doc["kind"].(string); k != "KongPlugin" {
+		return bad("kind must be KongPlugin, got %q", k)
+	}
+	meta, _ := doc["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if name == "" {
+		return bad("metadata.name is required")
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return bad("metadata.name %q: %s", name, strings.Join(msgs, "; "))
+	}
+	if p, _ := doc["plugin"].(string); p == "" {
+		return bad("plugin is required")
+	}
+	o := b.object(kongPluginAPIVersion, "KongPlugin", b.api.Namespace, name, nil)
+	for k, v := range doc {
+		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "status" {
+			o.Object[k] = deepCopy(v)
+		}
+	}
+	return o, nil
+}

@@ -1,0 +1,258 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// The ExposedAPI as an owner.
+const (
+	exposedAPIVersion = "oda.tmforum.org/v1"
+	exposedAPIKind    = "ExposedAPI"
+)
+
+// AnnotationExposedAPI is set on the gateway objects that cannot be owned by
+// their ExposedAPI (those in another namespace, such as the ReferenceGrant
+// and the APISIX objects), as "<namespace>/<name>", so that an operator can
+// tell whose they are and delete them with it.
+const AnnotationExposedAPI = "odaflow.oda.tmforum.org/exposedapi"
+
+// Object is one object to apply, and whether it can be owned by the
+// ExposedAPI (only when it lives in the ExposedAPI's namespace:
+// cross-namespace owner references are invalid).
+type Object struct {
+	Object map[string]any
+	Owned  bool
+}
+
+// APIVersion, Kind, Namespace and Name read the object's identity.
+func (o Object) APIVersion() string { s, _ := o.Object["apiVersion"].(string); return s }
+func (o Object) Kind() string       { s, _ := o.Object["kind"].(string); return s }
+func (o Object) Namespace() string  { return o.meta("namespace") }
+func (o Object) Name() string       { return o.meta("name") }
+
+func (o Object) meta(key string) string {
+	m, _ := o.Object["metadata"].(map[string]any)
+	s, _ := m[key].(string)
+	return s
+}
+
+// Ref names one object a gateway may create for an ExposedAPI.
+type Ref struct {
+	APIVersion, Kind, Namespace, Name string
+	Owned                             bool
+}
+
+// Desired returns every gateway object the API needs under cfg.Gateway, in
+// apply order (what a route refers to comes before the route): owner
+// references set where Owned (controller reference to the ExposedAPI), the
+// ExposedAPI's labels copied. Kong and APISIX front the Istio ingress, which
+// routes on by VirtualService, so they keep the VirtualService as the Canvas
+// did (IWK, IWA). kong-admin has no routing objects (see KongAdminEntities);
+// metrics APIs still get their ServiceMonitor under every gateway.
+//
+// A policy template (spec.template) needs a download; add its plugins with
+// WithTemplate.
+func Desired(cfg Config, api API, spec Spec) ([]Object, error) {
+	b, err := newBuilder(cfg, api, spec)
+	if err != nil {
+		return nil, err
+	}
+	var objs []Object
+	if b.cfg.Gateway != GatewayKongAdmin {
+		objs = append(objs, b.virtualService())
+	}
+	if sm, ok := b.serviceMonitor(); ok {
+		objs = append(objs, sm)
+	}
+	switch b.cfg.Gateway {
+	case GatewayKong:
+		kong, err := b.kong()
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, kong...)
+	case GatewayApisix:
+		objs = append(objs, b.apisix()...)
+	}
+	for _, o := range objs {
+		if msgs := validation.IsDNS1123Subdomain(o.Name()); len(msgs) > 0 {
+			return nil, fmt.Errorf("gateway: %s name %q: %s", o.Kind(), o.Name(), strings.Join(msgs, "; "))
+		}
+	}
+	return objs, nil
+}
+
+// Managed lists every object with a fixed name that a gateway may create for
+// the API, desired or not, so that the caller can delete those not in
+// Desired (a disabled policy, a changed apiType or gateway) and, on
+// deletion, the unowned ones. Template plugins are not listed: they are owned
+// and found by owner reference.
+func Managed(cfg Config, api API) []Ref {
+	cfg = cfg.WithDefaults()
+	ref := func(apiVersion, kind, ns, name string) Ref {
+		return Ref{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name, Owned: ns == api.Namespace}
+	}
+	refs := []Ref{
+		ref(virtualServiceAPIVersion, "VirtualService", api.Namespace, api.Name),
+		ref(serviceMonitorAPIVersion, "ServiceMonitor", api.Namespace, api.Name),
+	}
+	switch cfg.Gateway {
+	case GatewayKong:
+		refs = append(refs,
+			ref(referenceGrantAPIVersion, "ReferenceGrant", cfg.BackendNamespace, ReferenceGrantName(api.Name)),
+			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, RateLimitPluginName(api.Name)),
+			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, APIAuthenticationPluginName(api.Name)),
+			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, CORSPluginName(api.Name)),
+			ref(httpRouteAPIVersion, "HTTPRoute", api.Namespace, HTTPRouteName(api.Name)),
+		)
+	case GatewayApisix:
+		refs = append(refs,
+			ref(apisixAPIVersion, "ApisixPluginConfig", cfg.ApisixNamespace, ApisixPluginConfigName(api.Name)),
+			ref(apisixAPIVersion, "ApisixRoute", cfg.ApisixNamespace, ApisixRouteName(api.Name)),
+		)
+	}
+	return refs
+}
+
+// Omission is a requested policy that the gateway does not apply.
+type Omission struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
+}
+
+// Omissions lists the policies of spec that cfg.Gateway leaves unapplied, so
+// that they can be reported (in status or events) rather than silently
+// dropped.
+func Omissions(cfg Config, spec Spec) []Omission {
+	cfg = cfg.WithDefaults()
+	p := spec.Policies
+	var out []Omission
+	add := func(present bool, field, reason string) {
+		if present {
+			out = append(out, Omission{Field: field, Reason: reason})
+		}
+	}
+	switch cfg.Gateway {
+	case GatewayIstio:
+		const reason = "the istio gateway does not apply API policies"
+		add(p.RateLimit != nil, "spec.rateLimit", reason)
+		add(p.APIKey != nil, "spec.apiKeyVerification", reason)
+		add(p.CORS != nil, "spec.CORS", reason)
+		add(p.Quota != nil, "spec.quota", reason)
+		add(p.OASValidation != nil, "spec.OASValidation", reason)
+		add(p.Template != "", "spec.template", reason)
+	case GatewayKong, GatewayKongAdmin:
+		add(p.Quota != nil, "spec.quota", "Kong has no quota plugin in its open-source edition; use spec.rateLimit")
+		add(p.OASValidation != nil, "spec.OASValidation", "oas-validation is a Kong Enterprise plugin")
+	case GatewayApisix:
+		add(p.RateLimit != nil && p.RateLimit.Interval != "" && p.RateLimit.Interval != "second",
+			"spec.rateLimit.interval", "APISIX limit-req counts requests per second; the limit is applied per second")
+		add(p.OASValidation != nil, "spec.OASValidation", "oas-validator is an API7 Enterprise plugin, not part of open-source APISIX")
+	}
+	return out
+}
+
+// builder holds what every object builder needs.
+type builder struct {
+	cfg  Config
+	api  API
+	spec Spec
+}
+
+func newBuilder(cfg Config, api API, spec Spec) (builder, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return builder{}, err
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{
+		{"name", api.Name}, {"namespace", api.Namespace}, {"uid", api.UID},
+	} {
+		if f.v == "" {
+			missing = append(missing, "ExposedAPI "+f.name)
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"spec.implementation", spec.Implementation}, {"spec.path", spec.Path},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if spec.Port == 0 {
+		missing = append(missing, "spec.port")
+	}
+	if len(missing) > 0 {
+		return builder{}, fmt.Errorf("gateway: %s required", strings.Join(missing, ", "))
+	}
+	return builder{cfg: cfg, api: api, spec: spec}, nil
+}
+
+// object starts an object: identity, the ExposedAPI's labels, and either the
+// owner reference (same namespace) or the AnnotationExposedAPI annotation.
+func (b builder) object(apiVersion, kind, namespace, name string, annotations map[string]string) Object {
+	meta := map[string]any{"name": name, "namespace": namespace}
+	if len(b.api.Labels) > 0 {
+		labels := make(map[string]any, len(b.api.Labels))
+		for k, v := range b.api.Labels {
+			labels[k] = v
+		}
+		meta["labels"] = labels
+	}
+	owned := namespace == b.api.Namespace
+	ann := make(map[string]any, len(annotations)+1)
+	for k, v := range annotations {
+		ann[k] = v
+	}
+	if owned {
+		meta["ownerReferences"] = []any{map[string]any{
+			"apiVersion":         exposedAPIVersion,
+			"kind":               exposedAPIKind,
+			"name":               b.api.Name,
+			"uid":                b.api.UID,
+			"controller":         true,
+			"blockOwnerDeletion": true,
+		}}
+	} else {
+		ann[AnnotationExposedAPI] = b.api.Namespace + "/" + b.api.Name
+	}
+	if len(ann) > 0 {
+		meta["annotations"] = ann
+	}
+	return Object{
+		Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta},
+		Owned:  owned,
+	}
+}
+
+// strs converts to the []any that unstructured objects hold.
+func strs(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// deepCopy copies the maps and lists of a JSON-like value, so that callers'
+// objects are never modified.
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = deepCopy(e)
+		}
+		return l
+	}
+	return v
+}

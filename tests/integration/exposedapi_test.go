@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+var virtualServices = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
+
+// ensureIngress creates the Istio ingress Service the gateway publishes
+// through, without a load-balancer address (as while it is pending).
+func ensureIngress(t *testing.T) {
+	t.Helper()
+	_, _ = stack.core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress"}}, metav1.CreateOptions{})
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress", Namespace: "istio-ingress", Labels: map[string]string{"istio": "ingressgateway"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
+			{Name: "http2", Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)},
+		}},
+	}
+	_, err := stack.core.CoreV1().Services("istio-ingress").Create(context.Background(), svc, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create ingress service: %v", err)
+	}
+}
+
+func setIngressAddress(t *testing.T, ip string) {
+	t.Helper()
+	svc, err := stack.core.CoreV1().Services("istio-ingress").Get(context.Background(), "istio-ingress", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = nil
+	if ip != "" {
+		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	}
+	if _, err := stack.core.CoreV1().Services("istio-ingress").UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("set ingress address: %v", err)
+	}
+}
+
+// setEndpoints creates or updates the implementation Service's
+// EndpointSlice, as the EndpointSlice controller would.
+func setEndpoints(t *testing.T, ns, service string, ready bool) {
+	t.Helper()
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: service + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	api := stack.core.DiscoveryV1().EndpointSlices(ns)
+	cur, err := api.Get(context.Background(), slice.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = api.Create(context.Background(), slice, metav1.CreateOptions{})
+	case err == nil:
+		cur.Endpoints = slice.Endpoints
+		_, err = api.Update(context.Background(), cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("endpoints of %s: %v", service, err)
+	}
+}
+
+func apiStatus(u *unstructured.Unstructured) (url string, ready bool) {
+	url, _, _ = unstructured.NestedString(u.Object, "status", "apiStatus", "url")
+	ready, _, _ = unstructured.NestedBool(u.Object, "status", "implementation", "ready")
+	return url, ready
+}
+
+func waitExposed(t *testing.T, ns, name string, wantURL bool, wantReady bool) *unstructured.Unstructured {
+	t.Helper()
+	var got *unstructured.Unstructured
+	eventually(t, 30*time.Second, fmt.Sprintf("ExposedAPI %s url=%t ready=%t", name, wantURL, wantReady), func() (bool, string) {
+		u, err := get(oda.KindExposedAPI, ns, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		got = u
+		url, ready := apiStatus(u)
+		return (url != "") == wantURL && ready == wantReady, fmt.Sprintf("url=%q ready=%t", url, ready)
+	})
+	return got
+}
+
+func TestExposedAPILifecycleOnRealServers(t *testing.T) {
+	ns := "it-expose"
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "")
+	comp := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)), "promotionmanagement")
+	impls := map[string]string{
+		component + "-productcatalogmanagement-v4": "ctk-prodcatapi",
+		component + "-metrics":                     "ctk-productcatalogmanagement-sm",
+		component + "-partyrole-v4":                "ctk-partyroleapi",
+	}
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, false)
+	}
+	create(t, oda.KindComponent, comp)
+	core := component + "-productcatalogmanagement-v4"
+
+	// Route published; no address yet: the workflow waits durably.
+	eventually(t, 30*time.Second, "VirtualService published", func() (bool, string) {
+		vs, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), core, metav1.GetOptions{})
+		if err != nil {
+			api, _ := get(oda.KindExposedAPI, ns, core)
+			return false, fmt.Sprintf("%v; ExposedAPI status %v", err, api)
+		}
+		owners := vs.GetOwnerReferences()
+		return len(owners) == 1 && owners[0].Kind == "ExposedAPI" && owners[0].Name == core, fmt.Sprint(owners)
+	})
+	waitExposed(t, ns, core, false, false)
+	waitPhase(t, ns, component, oda.StatusCompCon, 10*time.Second)
+
+	// The address appears: every url is filled.
+	setIngressAddress(t, "34.159.217.74")
+	for name := range impls {
+		u := waitExposed(t, ns, name, true, false)
+		url, _ := apiStatus(u)
+		path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
+		if url != "https://34.159.217.74"+path {
+			t.Errorf("%s url = %q, want https://34.159.217.74%s", name, url, path)
+		}
+	}
+
+	// Implementations become ready, then one goes down, then up again.
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, true)
+	}
+	for name := range impls {
+		waitExposed(t, ns, name, true, true)
+	}
+	waitPhase(t, ns, component, oda.StatusIDConfOp, 30*time.Second)
+	setEndpoints(t, ns, "ctk-prodcatapi", false)
+	waitExposed(t, ns, core, true, false)
+	waitPhase(t, ns, component, oda.StatusCompCon, 30*time.Second)
+	setEndpoints(t, ns, "ctk-prodcatapi", true)
+	waitExposed(t, ns, core, true, true)
+	simulateIdentity(t, ns, component)
+	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
+	recordHistory(t, oda.WorkflowID("ExposedAPI", ns, core), "exposedapi-lifecycle.json")
+
+	// An upgrade that changes the path moves the route.
+	cur := mustGet(t, oda.KindComponent, ns, component)
+	apis, _, _ := unstructured.NestedSlice(cur.Object, "spec", "coreFunction", "exposedAPIs")
+	apis[0].(map[string]any)["path"] = "/ctk-productcatalogmanagement/tmf-api/productCatalogManagement/v4-moved"
+	_ = unstructured.SetNestedSlice(cur.Object, apis, "spec", "coreFunction", "exposedAPIs")
+	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	eventually(t, 30*time.Second, "VirtualService follows the new path", func() (bool, string) {
+		vs, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), core, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(fmt.Sprint(vs.Object["spec"]), "v4-moved"), fmt.Sprint(vs.Object["spec"])
+	})
+	eventually(t, 30*time.Second, "url follows the new path", func() (bool, string) {
+		url, _ := apiStatus(mustGet(t, oda.KindExposedAPI, ns, core))
+		return strings.HasSuffix(url, "v4-moved"), url
+	})
+
+	// A second ExposedAPI claiming the same path prefix loses, visibly; the
+	// first is untouched.
+	path, _, _ := unstructured.NestedString(mustGet(t, oda.KindExposedAPI, ns, core).Object, "spec", "path")
+	intruder := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": oda.APIVersion, "kind": "ExposedAPI",
+		"metadata": map[string]any{"name": "intruder", "namespace": ns},
+		"spec":     map[string]any{"name": "intruder", "apiType": "openapi", "implementation": "ctk-prodcatapi", "path": path, "port": int64(8080)},
+	}}
+	create(t, oda.KindExposedAPI, intruder)
+	eventually(t, 30*time.Second, "the later claim is Failed with a PathConflict", func() (bool, string) {
+		u := mustGet(t, oda.KindExposedAPI, ns, "intruder")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		if len(conds) == 0 {
+			return false, "no condition"
+		}
+		c := conds[0].(map[string]any)
+		return c["reason"] == "PathConflict" && strings.Contains(fmt.Sprint(c["message"]), ns+"/"+core), fmt.Sprint(c)
+	})
+	if _, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), "intruder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the losing ExposedAPI has a VirtualService (err=%v)", err)
+	}
+	eventually(t, 15*time.Second, "a Warning event for the conflict", func() (bool, string) {
+		evs := eventsFor(t, ns, "intruder")
+		return containsAny(evs, "Warning/PathConflict"), fmt.Sprint(evs)
+	})
+	if url, ready := apiStatus(mustGet(t, oda.KindExposedAPI, ns, core)); url == "" || !ready {
+		t.Errorf("the first ExposedAPI changed: url=%q ready=%t", url, ready)
+	}
+
+	// Uninstall: ExposedAPIs and their VirtualServices go with the Component.
+	if err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Delete(context.Background(), component, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "VirtualServices garbage-collected", func() (bool, string) {
+		l, err := stack.dyn.Resource(virtualServices).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 0, fmt.Sprint(len(l.Items))
+	})
+}

@@ -1,0 +1,283 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/gateway"
+	"github.com/odaflow/odaflow/oda"
+)
+
+// ExposedAPIInput starts (or continues) one ExposedAPI's lifecycle.
+type ExposedAPIInput struct {
+	Namespace    string           `json:"namespace"`
+	Name         string           `json:"name"`
+	State        *ExposedAPIState `json:"state,omitempty"`
+	Pending      *ResourceEvent   `json:"pending,omitempty"`
+	HistoryLimit int              `json:"historyLimit,omitempty"`
+}
+
+// ExposedAPIState is the ExposedAPI workflow's whole memory.
+type ExposedAPIState struct {
+	UID        string            `json:"uid"`
+	Generation int64             `json:"generation"`
+	Labels     map[string]string `json:"labels,omitempty"`
+	Spec       map[string]any    `json:"spec,omitempty"`
+	Exposure   *Exposure         `json:"exposure,omitempty"`
+	// Hash is the input last received (spec and surroundings), DoneHash the
+	// one last handled; SpecHash the spec whose gateway objects are applied.
+	Hash     string `json:"hash"`
+	DoneHash string `json:"doneHash"`
+	SpecHash string `json:"specHash"`
+	// Applied are the gateway objects odaflow created for this API.
+	Applied    []activities.ObjectRef `json:"applied,omitempty"`
+	Failure    *oda.Failure           `json:"failure,omitempty"`
+	Failures   int                    `json:"failures,omitempty"`
+	Phase      string                 `json:"phase,omitempty"`
+	Condition  *oda.Condition         `json:"condition,omitempty"`
+	Finalizers []string               `json:"finalizers,omitempty"`
+	Deleting   bool                   `json:"deleting,omitempty"`
+}
+
+// The phases of an ExposedAPI, for events and the explain query.
+const (
+	phaseExposed  = "Exposed"
+	phaseWaiting  = "WaitingForAddress"
+	phaseNotReady = "ImplementationNotReady"
+	phaseFailed   = "Failed"
+)
+
+// ExposedAPIWorkflow publishes one ExposedAPI through the configured API
+// gateway and keeps its url and ready flag true: the watcher re-drives it
+// when the spec, the ingress address or the implementation's endpoints
+// change. While the load balancer has no address it simply waits for the
+// next event (no polling). It ends when the ExposedAPI is deleted, after
+// removing what owner references cannot (gateway objects in another
+// namespace).
+func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
+	x := &exposedAPI{ns: in.Namespace, name: in.Name}
+	if in.State != nil {
+		x.st = *in.State
+	}
+	limit := in.HistoryLimit
+	if limit == 0 {
+		limit = defaultHistoryLimit
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
+		return fmt.Errorf("register query: %w", err)
+	}
+	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
+	if in.Pending != nil {
+		x.onEvent(*in.Pending)
+	}
+	for {
+		if x.next == nil && !x.gone && !x.dirty() {
+			x.wait(ctx, events)
+		}
+		x.drain(events)
+		switch {
+		case x.next != nil:
+			return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
+				Namespace: x.ns, Name: x.name, Pending: x.next, HistoryLimit: in.HistoryLimit,
+			})
+		case x.gone:
+			return nil
+		}
+		x.reconcile(ctx)
+		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit {
+			x.drain(events)
+			if x.next == nil && !x.gone && !x.dirty() {
+				st := x.st
+				return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
+					Namespace: x.ns, Name: x.name, State: &st, HistoryLimit: in.HistoryLimit,
+				})
+			}
+		}
+	}
+}
+
+type exposedAPI struct {
+	ns, name   string
+	st         ExposedAPIState
+	next       *ResourceEvent
+	gone       bool
+	retryTimer workflow.Future
+	retryDue   bool
+}
+
+func (x *exposedAPI) ref() oda.Ref {
+	return oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: x.ns, Name: x.name}
+}
+
+func (x *exposedAPI) dirty() bool {
+	return x.st.UID != "" && (x.st.Hash != x.st.DoneHash || x.retryDue)
+}
+
+func (x *exposedAPI) wait(ctx workflow.Context, events workflow.ReceiveChannel) {
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(events, func(ch workflow.ReceiveChannel, _ bool) {
+		var ev ResourceEvent
+		ch.Receive(ctx, &ev)
+		x.onEvent(ev)
+	})
+	if x.retryTimer != nil {
+		sel.AddFuture(x.retryTimer, func(workflow.Future) {
+			x.retryTimer = nil
+			x.retryDue = true
+		})
+	}
+	sel.Select(ctx)
+}
+
+func (x *exposedAPI) drain(events workflow.ReceiveChannel) {
+	var ev ResourceEvent
+	for events.ReceiveAsync(&ev) {
+		x.onEvent(ev)
+		ev = ResourceEvent{}
+	}
+}
+
+func (x *exposedAPI) onEvent(ev ResourceEvent) {
+	if x.next != nil || x.gone {
+		return
+	}
+	if x.st.UID != "" && ev.UID != x.st.UID {
+		if !ev.Deleted {
+			next := ev
+			x.next = &next
+		}
+		return
+	}
+	if ev.Deleted {
+		x.gone = true
+		return
+	}
+	x.st.UID = ev.UID
+	x.st.Finalizers = ev.Finalizers
+	x.st.Deleting = ev.Deleting
+	if ev.Hash == x.st.Hash {
+		return
+	}
+	x.st.Hash = ev.Hash
+	x.st.Generation = ev.Generation
+	x.st.Labels = ev.Labels
+	x.st.Spec = ev.Spec
+	x.st.Exposure = ev.Exposure
+}
+
+func (x *exposedAPI) reconcile(ctx workflow.Context) {
+	x.retryDue = false
+	if x.st.Deleting {
+		x.st.DoneHash = x.st.Hash
+		x.unexpose(ctx)
+		return
+	}
+	x.st.DoneHash = x.st.Hash
+	api := gateway.API{Name: x.name, Namespace: x.ns, UID: x.st.UID, Labels: x.st.Labels, Spec: x.st.Spec}
+	in := activities.ExposeInput{
+		API: api, ObservedHash: x.st.Hash, Applied: x.st.Applied, Generation: x.st.Generation,
+		PreviousCondition: x.st.Condition, PreviousPhase: x.st.Phase,
+	}
+	var exp Exposure
+	if x.st.Exposure != nil {
+		exp = *x.st.Exposure
+	}
+	in.Ingress, in.ImplementationReady = exp.Ingress, exp.ImplementationReady
+	if _, err := gateway.ParseSpec(x.st.Spec); err != nil {
+		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
+	} else if exp.ConflictsWith != "" {
+		path, _ := x.st.Spec["path"].(string)
+		in.Failure = &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}
+	}
+	// The gateway objects depend only on the spec: a readiness or address
+	// change needs a status write, not another apply.
+	specHash := hashOf(x.st.Spec, x.st.Labels)
+	in.SkipApply = in.Failure == nil && specHash == x.st.SpecHash && x.st.Failure == nil
+	summary := "expose through the gateway"
+	if in.SkipApply {
+		summary = "update url and readiness"
+	}
+	var res activities.ExposeResult
+	var exposure *activities.Exposure
+	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, summary), exposure.Expose, in).Get(ctx, &res)
+	if err != nil {
+		x.st.Failures++
+		reason := "ExposeFailed"
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalid {
+			reason = "GatewayRejected"
+		}
+		x.st.Failure = &oda.Failure{Reason: reason, Message: "could not expose the API: " + rootMessage(err)}
+		x.st.SpecHash = ""
+		// Try again after a backoff; the status says why meanwhile.
+		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
+		x.st.DoneHash = "" // re-run when the timer fires
+		x.reportFailure(ctx)
+		return
+	}
+	x.st.Failures = 0
+	x.st.Failure = in.Failure
+	x.st.Applied = res.Applied
+	if in.Failure == nil {
+		x.st.SpecHash = specHash
+	} else {
+		x.st.SpecHash = ""
+	}
+	x.st.Phase = res.Phase
+	x.st.Condition = res.Condition
+}
+
+// reportFailure writes a Failed status after the expose activity itself
+// failed (apiserver unreachable or refusing the gateway object).
+func (x *exposedAPI) reportFailure(ctx workflow.Context) {
+	now := workflow.Now(ctx).UTC().Format(time.RFC3339)
+	cond := oda.Condition{Type: "Ready", Status: "False", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message, LastTransitionTime: now, ObservedGeneration: x.st.Generation}
+	var ev *activities.Event
+	if x.st.Phase != phaseFailed {
+		ev = &activities.Event{Type: "Warning", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message}
+	}
+	var kube *activities.Kube
+	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, "report failure"), kube.WriteStatus, activities.WriteStatusInput{
+		Ref: x.ref(), UID: x.st.UID, Event: ev,
+		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{conditionObject(cond)}},
+	}).Get(ctx, nil)
+	if err == nil {
+		x.st.Phase = phaseFailed
+		x.st.Condition = &cond
+	}
+}
+
+// unexpose removes what owner references cannot, then releases the
+// finalizers (odaflow's and a Python Canvas's kopf finalizer).
+func (x *exposedAPI) unexpose(ctx workflow.Context) {
+	var exposure *activities.Exposure
+	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, "remove gateway objects"), exposure.Unexpose, activities.UnexposeInput{
+		Ref: x.ref(), UID: x.st.UID, Applied: x.st.Applied, Finalizers: x.st.Finalizers,
+	}).Get(ctx, nil)
+	if err != nil {
+		// The reason is in the activity's failure (visible in the Web UI and
+		// the explain query); try again later rather than hang silently.
+		x.st.Failure = &oda.Failure{Reason: "CleanupFailed", Message: "could not remove gateway objects: " + rootMessage(err)}
+		x.st.DoneHash = ""
+		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(1))
+		return
+	}
+	x.st.Applied = nil
+}
+
+func (x *exposedAPI) explain() (Explanation, error) {
+	e := Explanation{Resource: x.ref().String(), UID: x.st.UID, DeploymentStatus: x.st.Phase, Failure: x.st.Failure}
+	return e, nil
+}
+
+func conditionObject(c oda.Condition) map[string]any {
+	return map[string]any{
+		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+		"lastTransitionTime": c.LastTransitionTime, "observedGeneration": c.ObservedGeneration,
+	}
+}
