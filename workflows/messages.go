@@ -59,6 +59,7 @@ type Exposure struct {
 	// same host and path prefix first; set only when this one lost.
 	ConflictsWith string `json:"conflictsWith,omitempty"`
 }
+
 // ChildStatus is a child's status as its Component needs it.
 type ChildStatus struct {
 	Kind           string `json:"kind"`
