@@ -53,3 +53,9 @@ clean:
 ## servers. Only for a deliberate workflow change made behind workflow.GetVersion.
 record-histories: tools
 	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run 'TestComponentLifecycleOnRealServers|TestExposedAPI' ./tests/integration/
+
+## bench: N productcatalog Components applied at once on the local stack;
+## figures as a table and in results/bench-latest.json. BENCH_N=1,100,1000.
+BENCH_N ?= 1,100,1000
+bench: tools
+	$(GO) run ./tests/bench -n $(BENCH_N)

@@ -42,6 +42,7 @@ func NewLogger(c config.Common) *slog.Logger {
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	registerKubeRequests(reg)
 	return reg
 }
 

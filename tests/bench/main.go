@@ -1,0 +1,176 @@
+// Command bench measures odaflow on the local stack (`make bench`): a real
+// kube-apiserver and Temporal dev server, odaflow's worker and watcher as
+// separate processes, and N productcatalog-shaped Components (3 exposed
+// APIs) applied at once, with the ingress address and ready EndpointSlices
+// simulated as in the tests. It reports latency percentiles, wall time, CPU
+// seconds and peak RSS per process, history events and apiserver requests
+// per Component, as a table and as JSON under results/.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/localstack"
+)
+
+// Result is one run's figures.
+type Result struct {
+	N                      int                `json:"n"`
+	ChildrenCreated        Percentiles        `json:"applyToChildrenCreatedSeconds"`
+	AllExposed             Percentiles        `json:"applyToAllAPIsExposedSeconds"`
+	WallSeconds            float64            `json:"wallSeconds"`
+	CPUSeconds             map[string]float64 `json:"cpuSeconds"`
+	CPUSecondsPerComponent float64            `json:"cpuSecondsPerComponent"`
+	PeakRSSMiB             map[string]float64 `json:"peakRSSMiB"`
+	HistoryEventsPerComp   float64            `json:"historyEventsPerComponent"`
+	KubeRequestsPerComp    float64            `json:"apiserverRequestsPerComponent"`
+	Conflicts409           int                `json:"conflicts409"`
+	Completed              int                `json:"completed"`
+}
+
+// Percentiles of a latency distribution, in seconds.
+type Percentiles struct {
+	P50, P95, P99, Max float64
+}
+
+func main() {
+	sizes := flag.String("n", "1,100,1000", "comma-separated numbers of Components to apply at once")
+	out := flag.String("out", "results", "folder for the JSON results")
+	concurrency := flag.Int("concurrency", 32, "parallel create calls")
+	timeout := flag.Duration("timeout", 30*time.Minute, "give up on one size after this long")
+	flag.Parse()
+	if err := run(*sizes, *out, *concurrency, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(sizes, out string, concurrency int, timeout time.Duration) error {
+	ctx := context.Background()
+	tools, err := localstack.FindTools()
+	if err != nil {
+		return err
+	}
+	root, err := localstack.RepoRoot()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "odaflow-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	crdDir := filepath.Join(work, "crds")
+	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
+		return err
+	}
+	if err := localstack.GatewayCRDs(crdDir); err != nil {
+		return err
+	}
+	fmt.Println("building bin/odaflow and starting the local stack...")
+	bin := filepath.Join(work, "odaflow")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/odaflow")
+	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("build odaflow: %w", err)
+	}
+	kube, err := localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "kube"), CRDDir: crdDir})
+	if err != nil {
+		return err
+	}
+	defer kube.Stop()
+	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), TemporalExtraArgs: fastPoll})
+	if err != nil {
+		return err
+	}
+	defer temporal.Stop()
+	tc, err := temporal.Dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	env := &benchEnv{
+		kube: kube, temporal: temporal, tc: tc, bin: bin, work: work,
+		dyn:  dynamic.NewForConfigOrDie(kube.RESTConfig),
+		core: kubernetes.NewForConfigOrDie(kube.RESTConfig),
+	}
+	if err := env.ingress(ctx); err != nil {
+		return err
+	}
+	var results []Result
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad size %q", s)
+		}
+		fmt.Printf("\n== %d Component(s) at once ==\n", n)
+		r, err := env.runSize(ctx, n, concurrency, timeout)
+		if err != nil {
+			return fmt.Errorf("N=%d: %w", n, err)
+		}
+		results = append(results, r)
+		printTable(results)
+	}
+	if err := os.MkdirAll(filepath.Join(root, out), 0o755); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(map[string]any{
+		"date": time.Now().UTC().Format(time.RFC3339), "machine": machine(), "results": results,
+	}, "", "  ")
+	path := filepath.Join(root, out, "bench-latest.json")
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	fmt.Println("\nwrote", path)
+	return nil
+}
+
+var fastPoll = []string{
+	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+	"--dynamic-config-value", "history.transferProcessorMaxPollHostRPS=1000",
+	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
+	"--dynamic-config-value", "history.visibilityProcessorMaxPollRPS=1000",
+	"--dynamic-config-value", "history.visibilityProcessorMaxPollHostRPS=1000",
+}
+
+func printTable(results []Result) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "N\tchildren p50/p95/p99/max (s)\texposed p50/p95/p99/max (s)\twall (s)\tCPU s/Component\tCPU s (worker/watcher/temporal/apiserver)\tpeak RSS MiB (worker/watcher)\thistory events/Comp\tapiserver req/Comp\t409s")
+	for _, r := range results {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%.2f\t%.3f\t%.1f/%.1f/%.1f/%.1f\t%.0f/%.0f\t%.0f\t%.1f\t%d\n",
+			r.N, r.ChildrenCreated, r.AllExposed, r.WallSeconds, r.CPUSecondsPerComponent,
+			r.CPUSeconds["worker"], r.CPUSeconds["watcher"], r.CPUSeconds["temporal"], r.CPUSeconds["apiserver"],
+			r.PeakRSSMiB["worker"], r.PeakRSSMiB["watcher"], r.HistoryEventsPerComp, r.KubeRequestsPerComp, r.Conflicts409)
+	}
+	_ = w.Flush()
+}
+
+func (p Percentiles) String() string {
+	return fmt.Sprintf("%.3f/%.3f/%.3f/%.3f", p.P50, p.P95, p.P99, p.Max)
+}
+
+func machine() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	model := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			model = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+			break
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs", model, numCPU())
+}

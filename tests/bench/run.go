@@ -1,0 +1,411 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+type benchEnv struct {
+	kube     *localstack.Kube
+	temporal *localstack.Temporal
+	tc       client.Client
+	bin      string
+	work     string
+	dyn      dynamic.Interface
+	core     kubernetes.Interface
+}
+
+func numCPU() int { return runtime.NumCPU() }
+
+// ingress creates the Istio ingress Service with an address, as a cloud
+// load balancer would.
+func (e *benchEnv) ingress(ctx context.Context) error {
+	_, _ = e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress"}}, metav1.CreateOptions{})
+	svc, err := e.core.CoreV1().Services("istio-ingress").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress", Namespace: "istio-ingress", Labels: map[string]string{"istio": "ingressgateway"}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http2", Port: 80}, {Name: "https", Port: 443}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "34.159.217.74"}}
+	_, err = e.core.CoreV1().Services("istio-ingress").UpdateStatus(ctx, svc, metav1.UpdateOptions{})
+	return err
+}
+
+var implementations = []string{"ctk-prodcatapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+
+// component is a productcatalog Component named name whose API paths are
+// its own (paths are cluster-wide claims on the gateway).
+func component(ns, name string) *unstructured.Unstructured {
+	u := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name)), "promotionmanagement")
+	for _, seg := range []string{"coreFunction", "managementFunction", "securityFunction"} {
+		apis, _, _ := unstructured.NestedSlice(u.Object, "spec", seg, "exposedAPIs")
+		for _, a := range apis {
+			m := a.(map[string]any)
+			for _, k := range []string{"path", "developerUI"} {
+				if s, ok := m[k].(string); ok {
+					m[k] = strings.Replace(s, "/ctk-productcatalogmanagement/", "/"+name+"/", 1)
+				}
+			}
+		}
+		_ = unstructured.SetNestedSlice(u.Object, apis, "spec", seg, "exposedAPIs")
+	}
+	return u
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	addr string
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (e *benchEnv) start(ctx context.Context, name, queue, namespaces string) (*proc, error) {
+	addr := freeAddr()
+	cmd := exec.Command(e.bin, name)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+e.kube.KubeconfigPath,
+		"ODAFLOW_TEMPORAL_ADDRESS="+e.temporal.Address,
+		"ODAFLOW_TASK_QUEUE="+queue,
+		"ODAFLOW_NAMESPACES="+namespaces,
+		"ODAFLOW_HTTP_ADDRESS="+addr,
+		"ODAFLOW_LEADER_ELECT=false",
+		"ODAFLOW_LOG_LEVEL=warn",
+	)
+	logf, err := os.Create(filepath.Join(e.work, name+"-"+queue+".log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{name: name, cmd: cmd, addr: addr}
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	_ = cmd.Process.Kill()
+	return nil, fmt.Errorf("%s did not become ready; see %s", name, logf.Name())
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+	}
+}
+
+// cpuSeconds reads utime+stime of a process.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+	ut, _ := strconv.ParseFloat(fields[11], 64)
+	st, _ := strconv.ParseFloat(fields[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
+
+// peakRSSMiB reads VmHWM.
+func peakRSSMiB(pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "VmHWM:") {
+			kb, _ := strconv.ParseFloat(strings.Fields(sc.Text())[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// kubeRequests scrapes odaflow_kube_requests_total: the total and the 409s.
+func kubeRequests(addr string) (total, conflicts float64) {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "odaflow_kube_requests_total{") {
+			continue
+		}
+		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		total += v
+		if strings.Contains(line, `code="409"`) {
+			conflicts += v
+		}
+	}
+	return total, conflicts
+}
+
+type compTimes struct {
+	applied  time.Time
+	children time.Time
+	exposed  time.Time
+	seen     map[string]bool
+	ready    map[string]bool
+}
+
+func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time.Duration) (Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ns := fmt.Sprintf("bench-%d", n)
+	queue := ns
+	if _, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return Result{}, err
+	}
+	ready := true
+	for _, impl := range implementations {
+		_, err := e.core.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: impl + "-x", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: impl}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return Result{}, err
+		}
+	}
+	worker, err := e.start(ctx, "worker", queue, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	defer worker.stop()
+	watcher, err := e.start(ctx, "watcher", queue, ns)
+	if err != nil {
+		return Result{}, err
+	}
+	defer watcher.stop()
+
+	// Follow the ExposedAPIs with a watch: no polling load on the apiserver.
+	times := map[string]*compTimes{}
+	var mu sync.Mutex
+	var exposedCount atomic.Int64
+	w, err := e.dyn.Resource(oda.KindExposedAPI.GVR()).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Result{}, err
+	}
+	defer w.Stop()
+	allExposed := make(chan struct{})
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			comp := u.GetLabels()[oda.LabelComponentName]
+			now := time.Now()
+			mu.Lock()
+			t := times[comp]
+			if t == nil {
+				t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
+				times[comp] = t
+			}
+			t.seen[u.GetName()] = true
+			if len(t.seen) == 3 && t.children.IsZero() {
+				t.children = now
+			}
+			url, _, _ := unstructured.NestedString(u.Object, "status", "apiStatus", "url")
+			rdy, _, _ := unstructured.NestedBool(u.Object, "status", "implementation", "ready")
+			t.ready[u.GetName()] = url != "" && rdy
+			count := 0
+			for _, r := range t.ready {
+				if r {
+					count++
+				}
+			}
+			if count == 3 && t.exposed.IsZero() {
+				t.exposed = now
+				if exposedCount.Add(1) == int64(n) {
+					close(allExposed)
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+
+	pids := map[string]int{"worker": worker.cmd.Process.Pid, "watcher": watcher.cmd.Process.Pid, "temporal": e.temporal.Pid(), "apiserver": e.kube.Pids()["kube-apiserver"]}
+	cpu0 := map[string]float64{}
+	for k, pid := range pids {
+		cpu0[k] = cpuSeconds(pid)
+	}
+	req0w, c0w := kubeRequests(worker.addr)
+	req0v, c0v := kubeRequests(watcher.addr)
+
+	start := time.Now()
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	var createErr atomic.Value
+	for i := range n {
+		name := fmt.Sprintf("bench%d-%04d", n, i)
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			applied := time.Now()
+			if _, err := e.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Create(ctx, component(ns, name), metav1.CreateOptions{}); err != nil {
+				createErr.Store(err)
+				return
+			}
+			mu.Lock()
+			t := times[name]
+			if t == nil {
+				t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
+				times[name] = t
+			}
+			t.applied = applied
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err, _ := createErr.Load().(error); err != nil {
+		return Result{}, fmt.Errorf("create: %w", err)
+	}
+	select {
+	case <-allExposed:
+	case <-ctx.Done():
+		return Result{}, fmt.Errorf("only %d of %d Components fully exposed before the timeout", exposedCount.Load(), n)
+	}
+	wall := time.Since(start)
+	// Let the last status writes (Component summaries) land before counting.
+	time.Sleep(2 * time.Second)
+
+	r := Result{N: n, WallSeconds: wall.Seconds(), CPUSeconds: map[string]float64{}, PeakRSSMiB: map[string]float64{}, Completed: int(exposedCount.Load())}
+	total := 0.0
+	for k, pid := range pids {
+		r.CPUSeconds[k] = cpuSeconds(pid) - cpu0[k]
+		total += r.CPUSeconds[k]
+	}
+	r.CPUSecondsPerComponent = total / float64(n)
+	r.PeakRSSMiB["worker"] = peakRSSMiB(pids["worker"])
+	r.PeakRSSMiB["watcher"] = peakRSSMiB(pids["watcher"])
+	req1w, c1w := kubeRequests(worker.addr)
+	req1v, c1v := kubeRequests(watcher.addr)
+	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
+	r.Conflicts409 = int(c1w - c0w + c1v - c0v)
+
+	var children, exposed []float64
+	mu.Lock()
+	var names []string
+	for name, t := range times {
+		if t.applied.IsZero() {
+			continue
+		}
+		names = append(names, name)
+		children = append(children, t.children.Sub(t.applied).Seconds())
+		exposed = append(exposed, t.exposed.Sub(t.applied).Seconds())
+	}
+	mu.Unlock()
+	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
+	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
+	return r, nil
+}
+
+// historyEvents averages, over up to 50 Components, the history length of
+// the Component's workflow plus its ExposedAPIs' workflows.
+func (e *benchEnv) historyEvents(ctx context.Context, ns string, names []string) float64 {
+	sort.Strings(names)
+	if len(names) > 50 {
+		names = names[:50]
+	}
+	total := 0
+	for _, name := range names {
+		ids := []string{oda.WorkflowID("Component", ns, name)}
+		for _, api := range []string{"productcatalogmanagement-v4", "metrics", "partyrole-v4"} {
+			ids = append(ids, oda.WorkflowID("ExposedAPI", ns, name+"-"+api))
+		}
+		for _, id := range ids {
+			d, err := e.tc.DescribeWorkflowExecution(ctx, id, "")
+			if err == nil {
+				total += int(d.GetWorkflowExecutionInfo().GetHistoryLength())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return 0
+	}
+	return float64(total) / float64(len(names))
+}
+
+func percentiles(v []float64) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	sort.Float64s(v)
+	at := func(q float64) float64 {
+		i := int(q*float64(len(v))+0.999999) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(v) {
+			i = len(v) - 1
+		}
+		return v[i]
+	}
+	return Percentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: v[len(v)-1]}
+}
