@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
@@ -286,4 +287,61 @@ func kubeError(what string, err error) error {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeInvalid, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// AdoptInput names the workloads a Component adopts.
+type AdoptInput struct {
+	Owner     oda.Owner         `json:"owner"`
+	Workloads []oda.WorkloadRef `json:"workloads"`
+}
+
+// AdoptWorkloads adds the Component as owner of each workload with a
+// server-side apply of metadata.ownerReferences under its own field manager:
+// owner references merge by uid, so the workload's other owners and every
+// other field stay as they are (the Python operator PATCHes the whole
+// object back). The reference is the controller one, as in the Canvas,
+// unless the workload already has a controller.
+func (k *Kube) AdoptWorkloads(ctx context.Context, in AdoptInput) error {
+	for _, w := range in.Workloads {
+		gvr := schema.GroupVersionResource{Group: w.Group, Version: w.Version, Resource: w.Resource}
+		res := k.Dynamic.Resource(gvr).Namespace(in.Owner.Namespace)
+		err := k.applyOwner(ctx, res, w, in.Owner, true)
+		if apierrors.IsInvalid(err) {
+			err = k.applyOwner(ctx, res, w, in.Owner, false)
+		}
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			continue // gone, or replaced by a new object (uid precondition)
+		}
+		if err != nil {
+			return kubeError(fmt.Sprintf("adopt %s %s/%s", w.Resource, in.Owner.Namespace, w.Name), err)
+		}
+	}
+	return nil
+}
+
+func (k *Kube) applyOwner(ctx context.Context, res dynamic.ResourceInterface, w oda.WorkloadRef, owner oda.Owner, controller bool) error {
+	apiVersion := w.Version
+	if w.Group != "" {
+		apiVersion = w.Group + "/" + w.Version
+	}
+	body, _ := json.Marshal(map[string]any{
+		"apiVersion": apiVersion, "kind": workloadKinds[w.Resource],
+		"metadata": map[string]any{
+			"name": w.Name, "uid": w.UID,
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": oda.APIVersion, "kind": oda.KindComponent.Name, "name": owner.Name, "uid": owner.UID,
+				"controller": controller, "blockOwnerDeletion": true,
+			}},
+		},
+	})
+	force := true
+	_, err := res.Patch(ctx, w.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager + "-adopt", Force: &force})
+	return err
+}
+
+// workloadKinds maps the adopted resources to their kinds.
+var workloadKinds = map[string]string{
+	"services": "Service", "configmaps": "ConfigMap", "secrets": "Secret", "serviceaccounts": "ServiceAccount",
+	"persistentvolumeclaims": "PersistentVolumeClaim", "deployments": "Deployment", "statefulsets": "StatefulSet",
+	"jobs": "Job", "cronjobs": "CronJob", "roles": "Role", "rolebindings": "RoleBinding",
 }

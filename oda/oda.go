@@ -110,3 +110,12 @@ func ParseWorkflowID(id string) (Ref, error) {
 	}
 	return Ref{Kind: parts[0], Namespace: parts[1], Name: parts[2]}, nil
 }
+
+// WorkloadRef names one workload a Component adopts (never its content).
+type WorkloadRef struct {
+	Group    string `json:"group,omitempty"`
+	Version  string `json:"version"`
+	Resource string `json:"resource"`
+	Name     string `json:"name"`
+	UID      string `json:"uid"`
+}

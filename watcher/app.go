@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
@@ -53,7 +54,7 @@ func NewApp(cfg config.Watcher) *fx.App {
 	)
 }
 
-func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dynamic.Interface, core kubernetes.Interface,
+func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dynamic.Interface, core kubernetes.Interface, md metadata.Interface,
 	temporal client.Client, reg *prometheus.Registry, health *runtime.Health, log *slog.Logger) error {
 	filter, err := NewNamespaceFilter(cfg.Namespaces)
 	if err != nil {
@@ -70,7 +71,7 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 		return New(Config{
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace,
-		}, dyn, core, temporal, log.With("component", "watcher"), metrics)
+		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -80,6 +81,7 @@ type Watcher struct {
 	ingressF     informers.SharedInformerFactory
 	listers      map[string]cache.GenericLister
 	exposedIndex cache.Indexer
+	adopt        *adoption
 	sliceLister  discoverylisters.EndpointSliceLister
 	svcLister    corelisters.ServiceLister
 	queue        workqueue.TypedRateLimitingInterface[key]
@@ -99,8 +101,16 @@ type key struct {
 	ToParent              bool
 }
 
-// New builds a Watcher. Start runs it.
-func New(cfg Config, dyn dynamic.Interface, core kubernetes.Interface, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
+// Clients are the Kubernetes clients the watcher reads through.
+type Clients struct {
+	Dynamic  dynamic.Interface
+	Core     kubernetes.Interface
+	Metadata metadata.Interface
+}
+
+// New builds a Watcher. Run runs it.
+func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
+	dyn, core := clients.Dynamic, clients.Core
 	if cfg.Workers == 0 {
 		cfg.Workers = 8
 	}
@@ -144,6 +154,9 @@ func New(cfg Config, dyn dynamic.Interface, core kubernetes.Interface, temp Sign
 	w.ingressF = informers.NewSharedInformerFactoryWithOptions(core, 0,
 		informers.WithNamespace(cfg.IngressNamespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.IngressSelector.String() }))
+	if clients.Metadata != nil {
+		w.adopt = newAdoption(clients.Metadata, w)
+	}
 	svcs := w.ingressF.Core().V1().Services()
 	w.svcLister = svcs.Lister()
 	_, _ = svcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -234,6 +247,10 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 				}
 			}
 		}
+		if kind == oda.KindComponent.Name && w.adopt != nil && !deleted {
+			// Workloads created before their Component were waiting for it.
+			w.queue.Add(key{Kind: adoptionKind, Namespace: u.GetNamespace(), Name: u.GetName()})
+		}
 		if kind != oda.KindComponent.Name {
 			if _, ok := ParentComponent(u); ok {
 				w.queue.Add(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true})
@@ -253,6 +270,14 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.factory.Start(ctx.Done())
 	w.coreFactory.Start(ctx.Done())
 	w.ingressF.Start(ctx.Done())
+	if w.adopt != nil {
+		w.adopt.factory.Start(ctx.Done())
+		for gvr, ok := range w.adopt.factory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("cache of %s did not sync", gvr.Resource)
+			}
+		}
+	}
 	for gvr, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("cache of %s did not sync", gvr.Resource)
@@ -281,6 +306,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	w.factory.Shutdown()
 	w.coreFactory.Shutdown()
 	w.ingressF.Shutdown()
+	if w.adopt != nil {
+		w.adopt.factory.Shutdown()
+	}
 	return nil
 }
 
@@ -291,7 +319,9 @@ func (w *Watcher) processNext(ctx context.Context) bool {
 	}
 	defer w.queue.Done(k)
 	var err error
-	if k.ToParent {
+	if k.Kind == adoptionKind {
+		err = w.syncAdoption(ctx, k)
+	} else if k.ToParent {
 		err = w.syncParent(ctx, k)
 	} else {
 		err = w.syncOwn(ctx, k)

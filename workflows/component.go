@@ -82,6 +82,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 	}
 	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
 	childCh := workflow.GetSignalChannel(ctx, SignalChildStatus)
+	c.adoptCh = workflow.GetSignalChannel(ctx, SignalAdopt)
 	if in.Pending != nil {
 		c.onEvent(*in.Pending)
 	}
@@ -125,6 +126,8 @@ type component struct {
 	retryTimer   workflow.Future
 	retryDue     bool
 	statusDirty  bool
+	adoptCh      workflow.ReceiveChannel
+	adopt        []oda.WorkloadRef
 }
 
 func (c *component) ref() oda.Ref {
@@ -133,7 +136,7 @@ func (c *component) ref() oda.Ref {
 
 // dirty reports work that is due without waiting for a signal.
 func (c *component) dirty() bool {
-	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || c.statusDirty)
+	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || c.statusDirty || len(c.adopt) > 0)
 }
 
 // wait blocks until a signal or the retry timer.
@@ -148,6 +151,11 @@ func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveC
 		var cs ChildStatus
 		ch.Receive(ctx, &cs)
 		c.onChild(cs)
+	})
+	sel.AddReceive(c.adoptCh, func(ch workflow.ReceiveChannel, _ bool) {
+		var a Adopt
+		ch.Receive(ctx, &a)
+		c.adopt = append(c.adopt, a.Workloads...)
 	})
 	if c.retryTimer != nil {
 		sel.AddFuture(c.retryTimer, func(workflow.Future) {
@@ -174,6 +182,13 @@ func (c *component) drain(events, childCh workflow.ReceiveChannel) {
 			break
 		}
 		c.onChild(cs)
+	}
+	for {
+		var a Adopt
+		if !c.adoptCh.ReceiveAsync(&a) {
+			break
+		}
+		c.adopt = append(c.adopt, a.Workloads...)
 	}
 }
 
@@ -249,6 +264,9 @@ func (c *component) reconcile(ctx workflow.Context) error {
 	}
 	if c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil {
 		event = c.applyChildren(ctx)
+	}
+	if len(c.adopt) > 0 {
+		c.adoptWorkloads(ctx)
 	}
 	c.statusDirty = false
 	return c.writeStatus(ctx, event)
@@ -332,6 +350,22 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	c.st.AppliedHash = c.st.SpecHash
 	c.st.Failures = 0
 	return &activities.Event{Type: "Normal", Reason: "ChildrenApplied", Message: fmt.Sprintf("%d children applied, %d removed", len(records), len(del))}
+}
+
+// adoptWorkloads makes the Component the owner of workloads carrying its
+// label, so that uninstalling the Component removes them (§2.1.8).
+func (c *component) adoptWorkloads(ctx workflow.Context) {
+	refs := c.adopt
+	c.adopt = nil
+	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.UID}
+	var kube *activities.Kube
+	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, fmt.Sprintf("adopt %d workloads", len(refs))), kube.AdoptWorkloads,
+		activities.AdoptInput{Owner: owner, Workloads: refs}).Get(ctx, nil)
+	if err != nil {
+		// The watcher asks again on the workloads' next change; the failure
+		// is visible on the activity in the Web UI.
+		workflow.GetLogger(ctx).Warn("adoption failed", "component", c.ref().String(), "err", err)
+	}
 }
 
 // status derives the Canvas status from the children.

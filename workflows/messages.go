@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/odaflow/odaflow/gateway"
+	"github.com/odaflow/odaflow/oda"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -21,7 +22,14 @@ const (
 	SignalChildStatus = "child-status"
 	// QueryExplain answers "why is this resource not done?".
 	QueryExplain = "explain"
+	// SignalAdopt asks a Component to adopt workloads carrying its label.
+	SignalAdopt = "adopt"
 )
+
+// Adopt lists workloads labelled for a Component that it does not own yet.
+type Adopt struct {
+	Workloads []oda.WorkloadRef `json:"workloads"`
+}
 
 // ResourceEvent is what the watcher knows of a resource when it changes.
 // It never carries Secret data: only ODA custom resources travel here.

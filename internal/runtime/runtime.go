@@ -25,6 +25,7 @@ import (
 	"go.uber.org/fx"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -67,9 +68,10 @@ func RESTConfig(c config.Common) (*rest.Config, error) {
 // Kube bundles the Kubernetes clients.
 type Kube struct {
 	fx.Out
-	Config  *rest.Config
-	Dynamic dynamic.Interface
-	Core    kubernetes.Interface
+	Config   *rest.Config
+	Dynamic  dynamic.Interface
+	Core     kubernetes.Interface
+	Metadata metadata.Interface
 }
 
 // NewKube builds the Kubernetes clients. It does not contact the apiserver:
@@ -88,7 +90,11 @@ func NewKube(c config.Common) (Kube, error) {
 	if err != nil {
 		return Kube{}, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return Kube{Config: cfg, Dynamic: dyn, Core: core}, nil
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return Kube{}, fmt.Errorf("metadata client: %w", err)
+	}
+	return Kube{Config: cfg, Dynamic: dyn, Core: core, Metadata: md}, nil
 }
 
 // TemporalOptions builds the client options from the configuration.

@@ -62,23 +62,10 @@ func (e *benchEnv) ingress(ctx context.Context) error {
 
 var implementations = []string{"ctk-prodcatapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
 
-// component is a productcatalog Component named name whose API paths are
-// its own (paths are cluster-wide claims on the gateway).
+// component is a productcatalog Component of the Canvas's measured shape
+// (3 exposed APIs) with API paths of its own.
 func component(ns, name string) *unstructured.Unstructured {
-	u := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name)), "promotionmanagement")
-	for _, seg := range []string{"coreFunction", "managementFunction", "securityFunction"} {
-		apis, _, _ := unstructured.NestedSlice(u.Object, "spec", seg, "exposedAPIs")
-		for _, a := range apis {
-			m := a.(map[string]any)
-			for _, k := range []string{"path", "developerUI"} {
-				if s, ok := m[k].(string); ok {
-					m[k] = strings.Replace(s, "/ctk-productcatalogmanagement/", "/"+name+"/", 1)
-				}
-			}
-		}
-		_ = unstructured.SetNestedSlice(u.Object, apis, "spec", seg, "exposedAPIs")
-	}
-	return u
+	return fixtures.WithOwnPaths(fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name)), "promotionmanagement"))
 }
 
 type proc struct {
