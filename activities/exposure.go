@@ -119,7 +119,9 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	status["conditions"] = []any{conditionMap(cond)}
 
 	var event *Event
-	if phase != in.PreviousPhase {
+	// An Event for each later change of phase and for every failure; the
+	// first phase of a healthy API is reported by its Component.
+	if phase != in.PreviousPhase && (in.PreviousPhase != "" || phase == phaseFailed) {
 		event = &Event{Type: "Normal", Reason: phase, Message: cond.Message}
 		if phase == phaseFailed {
 			event.Type = "Warning"
@@ -128,7 +130,7 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	}
 	err := e.Kube.WriteStatus(ctx, WriteStatusInput{
 		Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: in.API.Namespace, Name: in.API.Name}, UID: in.API.UID,
-		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: true,
+		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: in.PreviousPhase != "",
 	})
 	if err != nil {
 		return res, err

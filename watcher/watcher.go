@@ -444,6 +444,13 @@ func (w *Watcher) syncParent(ctx context.Context, k key) error {
 		w.done(k)
 		return nil
 	}
+	if !seen && cs == (workflows.ChildStatus{Kind: cs.Kind, Name: cs.Name, UID: cs.UID}) {
+		// A child with no status yet tells its Component nothing new: the
+		// Component learnt the uid when it applied the child.
+		w.metrics.Dedup.WithLabelValues(k.Kind, "child-empty").Inc()
+		w.remember(k, digest)
+		return nil
+	}
 	if !seen {
 		if p, err := w.get(oda.KindComponent.Name, k.Namespace, parent); err == nil && ParentKnows(p, cs) {
 			w.metrics.Dedup.WithLabelValues(k.Kind, "parent-knows").Inc()

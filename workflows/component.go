@@ -128,6 +128,11 @@ type component struct {
 	statusDirty  bool
 	adoptCh      workflow.ReceiveChannel
 	adopt        []oda.WorkloadRef
+	// settle is a short timer that lets child updates arriving together
+	// share one status write.
+	settle      workflow.Future
+	settling    bool
+	settleFired bool
 }
 
 func (c *component) ref() oda.Ref {
@@ -136,7 +141,7 @@ func (c *component) ref() oda.Ref {
 
 // dirty reports work that is due without waiting for a signal.
 func (c *component) dirty() bool {
-	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || c.statusDirty || len(c.adopt) > 0)
+	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || (c.statusDirty && !c.settling) || len(c.adopt) > 0)
 }
 
 // wait blocks until a signal or the retry timer.
@@ -161,6 +166,13 @@ func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveC
 		sel.AddFuture(c.retryTimer, func(workflow.Future) {
 			c.retryTimer = nil
 			c.retryDue = true
+		})
+	}
+	if c.settle != nil {
+		sel.AddFuture(c.settle, func(workflow.Future) {
+			c.settle = nil
+			c.settling = false
+			c.settleFired = true
 		})
 	}
 	sel.Select(ctx)
@@ -268,8 +280,44 @@ func (c *component) reconcile(ctx workflow.Context) error {
 	if len(c.adopt) > 0 {
 		c.adoptWorkloads(ctx)
 	}
+	if event == nil && c.shouldSettle(ctx) {
+		return nil
+	}
 	c.statusDirty = false
 	return c.writeStatus(ctx, event)
+}
+
+// settleDelay is how long a child update waits for its siblings: children
+// applied together usually become ready together.
+const settleDelay = 150 * time.Millisecond
+
+// changeSettle is the workflow change that coalesces child updates.
+const changeSettle = "coalesce-child-status"
+
+// shouldSettle defers a status write that only refreshes child entries
+// while other children are still on their way; a change of
+// deployment_status is always written at once.
+func (c *component) shouldSettle(ctx workflow.Context) bool {
+	if !c.statusDirty {
+		return false
+	}
+	if c.settleFired {
+		c.settleFired = false
+		return false
+	}
+	if oda.DeploymentStatus(c.status()) != c.st.DeploymentStatus || c.st.DeploymentStatus != oda.StatusCompCon {
+		c.settling = false
+		return false
+	}
+	if c.settle != nil {
+		return true // already waiting for the siblings
+	}
+	if workflow.GetVersion(ctx, changeSettle, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false
+	}
+	c.settling = true
+	c.settle = workflow.NewTimer(ctx, settleDelay)
+	return true
 }
 
 // releaseFinalizers removes the kopf finalizer left by a Python Canvas (and
@@ -285,9 +333,9 @@ func (c *component) releaseFinalizers(ctx workflow.Context) error {
 	if len(ours) == 0 {
 		return nil
 	}
-	actx := kubeActivityOptions(ctx, "release finalizers")
+	summary := "release finalizers"
 	var kube *activities.Kube
-	err := workflow.ExecuteActivity(actx, kube.RemoveFinalizers, activities.RemoveFinalizersInput{Ref: c.ref(), UID: c.st.UID, Finalizers: ours}).Get(ctx, nil)
+	err := kubeCall(ctx, summary, kube.RemoveFinalizers, activities.RemoveFinalizersInput{Ref: c.ref(), UID: c.st.UID, Finalizers: ours}).Get(ctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("releasing finalizers failed; retrying later", "component", c.ref().String(), "err", err)
 		c.retryTimer = workflow.NewTimer(ctx, retryBackoff(1))
@@ -316,10 +364,10 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 		}
 	}
 	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.UID, Labels: c.st.Labels}
-	actx := kubeActivityOptions(ctx, fmt.Sprintf("apply %d children, delete %d", len(desired.Children), len(del)))
+	summary := fmt.Sprintf("apply %d children, delete %d", len(desired.Children), len(del))
 	var kube *activities.Kube
 	var res activities.ApplyChildrenResult
-	err := workflow.ExecuteActivity(actx, kube.ApplyChildren, activities.ApplyChildrenInput{Owner: owner, Children: desired.Children, Delete: del}).Get(ctx, &res)
+	err := kubeCall(ctx, summary, kube.ApplyChildren, activities.ApplyChildrenInput{Owner: owner, Children: desired.Children, Delete: del}).Get(ctx, &res)
 	if err != nil {
 		c.st.Failures++
 		reason := "ApplyFailed"
@@ -359,7 +407,7 @@ func (c *component) adoptWorkloads(ctx workflow.Context) {
 	c.adopt = nil
 	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.UID}
 	var kube *activities.Kube
-	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, fmt.Sprintf("adopt %d workloads", len(refs))), kube.AdoptWorkloads,
+	err := kubeCall(ctx, fmt.Sprintf("adopt %d workloads", len(refs)), kube.AdoptWorkloads,
 		activities.AdoptInput{Owner: owner, Workloads: refs}).Get(ctx, nil)
 	if err != nil {
 		// The watcher asks again on the workloads' next change; the failure
@@ -422,9 +470,9 @@ func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) e
 			event.Message += ": " + c.st.Failure.Message
 		}
 	}
-	actx := kubeActivityOptions(ctx, "write status: "+phase)
+	summary := "write status: " + phase
 	var kube *activities.Kube
-	err := workflow.ExecuteActivity(actx, kube.WriteStatus, activities.WriteStatusInput{
+	err := kubeCall(ctx, summary, kube.WriteStatus, activities.WriteStatusInput{
 		Ref: c.ref(), UID: c.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
 		Replace: c.st.WrittenStatus != "",
 	}).Get(ctx, nil)

@@ -204,7 +204,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	}
 	var res activities.ExposeResult
 	var exposure *activities.Exposure
-	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, summary), exposure.Expose, in).Get(ctx, &res)
+	err := kubeCall(ctx, summary, exposure.Expose, in).Get(ctx, &res)
 	if err != nil {
 		x.st.Failures++
 		reason := "ExposeFailed"
@@ -242,7 +242,7 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 		ev = &activities.Event{Type: "Warning", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message}
 	}
 	var kube *activities.Kube
-	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, "report failure"), kube.WriteStatus, activities.WriteStatusInput{
+	err := kubeCall(ctx, "report failure", kube.WriteStatus, activities.WriteStatusInput{
 		Ref: x.ref(), UID: x.st.UID, Event: ev,
 		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{conditionObject(cond)}},
 	}).Get(ctx, nil)
@@ -256,7 +256,7 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 // finalizers (odaflow's and a Python Canvas's kopf finalizer).
 func (x *exposedAPI) unexpose(ctx workflow.Context) {
 	var exposure *activities.Exposure
-	err := workflow.ExecuteActivity(kubeActivityOptions(ctx, "remove gateway objects"), exposure.Unexpose, activities.UnexposeInput{
+	err := kubeCall(ctx, "remove gateway objects", exposure.Unexpose, activities.UnexposeInput{
 		Ref: x.ref(), UID: x.st.UID, Applied: x.st.Applied, Finalizers: x.st.Finalizers,
 	}).Get(ctx, nil)
 	if err != nil {

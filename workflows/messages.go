@@ -95,14 +95,36 @@ func kubeActivityOptions(ctx workflow.Context, summary string) workflow.Context 
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		Summary:             summary,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        500 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        8,
-			NonRetryableErrorTypes: []string{ErrTypeInvalid},
-		},
+		RetryPolicy:         kubeRetryPolicy,
 	})
+}
+
+var kubeRetryPolicy = &temporal.RetryPolicy{
+	InitialInterval:        500 * time.Millisecond,
+	BackoffCoefficient:     2,
+	MaximumInterval:        30 * time.Second,
+	MaximumAttempts:        8,
+	NonRetryableErrorTypes: []string{ErrTypeInvalid},
+}
+
+// changeLocalKube is the workflow change that runs apiserver calls as local
+// activities: they take tens of milliseconds, so a round trip through the
+// Temporal server's task queues (three history events and two task hops per
+// call) bought nothing. Histories recorded before it replay on the
+// DefaultVersion branch.
+const changeLocalKube = "local-kube-activities"
+
+// kubeCall runs one apiserver activity.
+func kubeCall(ctx workflow.Context, summary string, activity any, args ...any) workflow.Future {
+	if workflow.GetVersion(ctx, changeLocalKube, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return workflow.ExecuteActivity(kubeActivityOptions(ctx, summary), activity, args...)
+	}
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 2 * time.Minute,
+		Summary:                summary,
+		RetryPolicy:            kubeRetryPolicy,
+	}), activity, args...)
 }
 
 // ErrTypeInvalid marks an error the apiserver will keep refusing (422, 400):

@@ -28,6 +28,7 @@ Usage:
   odaflow worker  [flags]   run the Temporal worker (workflows and activities)
   odaflow watcher [flags]   run the watcher (Kubernetes events -> workflow signals)
   odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
+  odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
   odaflow version
 
 Run "odaflow <command> -h" for the flags of a command.
@@ -50,6 +51,8 @@ func main() {
 		err = runWatcher(args)
 	case "dev":
 		err = runDev(args)
+	case "webhook":
+		err = runWebhook(args)
 	case "version":
 		fmt.Println(version)
 	case "-h", "--help", "help":

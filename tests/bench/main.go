@@ -39,6 +39,7 @@ type Result struct {
 	HistoryEventsPerComp   float64            `json:"historyEventsPerComponent"`
 	KubeRequestsPerComp    float64            `json:"apiserverRequestsPerComponent"`
 	Conflicts409           int                `json:"conflicts409"`
+	WorkerRequestsByMethod map[string]float64 `json:"workerRequestsPerComponentByMethod"`
 	Completed              int                `json:"completed"`
 }
 
@@ -124,6 +125,7 @@ func run(sizes, out string, concurrency int, timeout time.Duration) error {
 		}
 		results = append(results, r)
 		printTable(results)
+		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
 	}
 	if err := os.MkdirAll(filepath.Join(root, out), 0o755); err != nil {
 		return err

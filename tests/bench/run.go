@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -166,9 +167,15 @@ func peakRSSMiB(pid int) float64 {
 
 // kubeRequests scrapes odaflow_kube_requests_total: the total and the 409s.
 func kubeRequests(addr string) (total, conflicts float64) {
+	total, conflicts, _ = kubeRequestsByMethod(addr)
+	return total, conflicts
+}
+
+func kubeRequestsByMethod(addr string) (total, conflicts float64, byMethod map[string]float64) {
+	byMethod = map[string]float64{}
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		return 0, 0
+		return 0, 0, byMethod
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -180,11 +187,15 @@ func kubeRequests(addr string) (total, conflicts float64) {
 		}
 		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 		total += v
+		if i := strings.Index(line, `method="`); i >= 0 {
+			m := line[i+8:]
+			byMethod[m[:strings.Index(m, `"`)]] += v
+		}
 		if strings.Contains(line, `code="409"`) {
 			conflicts += v
 		}
 	}
-	return total, conflicts
+	return total, conflicts, byMethod
 }
 
 type compTimes struct {
@@ -280,7 +291,7 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	for k, pid := range pids {
 		cpu0[k] = cpuSeconds(pid)
 	}
-	req0w, c0w := kubeRequests(worker.addr)
+	req0w, c0w, m0 := kubeRequestsByMethod(worker.addr)
 	req0v, c0v := kubeRequests(watcher.addr)
 
 	start := time.Now()
@@ -331,7 +342,11 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	r.CPUSecondsPerComponent = total / float64(n)
 	r.PeakRSSMiB["worker"] = peakRSSMiB(pids["worker"])
 	r.PeakRSSMiB["watcher"] = peakRSSMiB(pids["watcher"])
-	req1w, c1w := kubeRequests(worker.addr)
+	req1w, c1w, m1 := kubeRequestsByMethod(worker.addr)
+	r.WorkerRequestsByMethod = map[string]float64{}
+	for m, v := range m1 {
+		r.WorkerRequestsByMethod[m] = (v - m0[m]) / float64(n)
+	}
 	req1v, c1v := kubeRequests(watcher.addr)
 	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
 	r.Conflicts409 = int(c1w - c0w + c1v - c0v)
@@ -350,6 +365,10 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	mu.Unlock()
 	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
 	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
+	if os.Getenv("BENCH_DEBUG") != "" && len(names) > 0 {
+		e.dumpHistory(ctx, oda.WorkflowID("Component", ns, names[0]))
+		e.dumpHistory(ctx, oda.WorkflowID("ExposedAPI", ns, names[0]+"-metrics"))
+	}
 	return r, nil
 }
 
@@ -395,4 +414,23 @@ func percentiles(v []float64) Percentiles {
 		return v[i]
 	}
 	return Percentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: v[len(v)-1]}
+}
+
+// dumpHistory prints a workflow's signals and activities (BENCH_DEBUG=1).
+func (e *benchEnv) dumpHistory(ctx context.Context, id string) {
+	it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	fmt.Println("history of", id)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			a := ev.GetWorkflowExecutionSignaledEventAttributes()
+			fmt.Printf("  %d signal %s %s\n", ev.GetEventId(), a.GetSignalName(), a.GetInput().GetPayloads()[0].GetData())
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			fmt.Printf("  %d marker %s\n", ev.GetEventId(), ev.GetUserMetadata().GetSummary().GetData())
+		}
+	}
 }

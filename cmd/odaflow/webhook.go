@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odaflow/odaflow/internal/config"
+	odaruntime "github.com/odaflow/odaflow/internal/runtime"
+	"github.com/odaflow/odaflow/webhook"
+)
+
+// webhookConfig configures `odaflow webhook`.
+type webhookConfig struct {
+	CertFile        string
+	KeyFile         string
+	ListenAddress   string
+	SelfSigned      bool
+	SelfSignedHosts []string
+	SelfSignedCA    string
+	ShutdownDelay   time.Duration
+	LogLevel        string
+
+	envErrs []error // unparsable environment values, reported by validate
+}
+
+// webhookEnv is a flag's environment variable: a flag wins over it.
+func webhookEnv(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func (c *webhookConfig) bind(fs *flag.FlagSet) {
+	fs.StringVar(&c.CertFile, "tls-cert-file", webhookEnv("ODAFLOW_TLS_CERT_FILE", ""), "PEM serving certificate (e.g. tls.crt of cert-manager's Secret); re-read when it changes (env ODAFLOW_TLS_CERT_FILE)")
+	fs.StringVar(&c.KeyFile, "tls-key-file", webhookEnv("ODAFLOW_TLS_KEY_FILE", ""), "PEM key of the serving certificate (env ODAFLOW_TLS_KEY_FILE)")
+	fs.StringVar(&c.ListenAddress, "listen-address", webhookEnv("ODAFLOW_LISTEN_ADDRESS", webhook.DefaultAddress), "HTTPS address of the webhooks, /healthz and /readyz (env ODAFLOW_LISTEN_ADDRESS)")
+
+	selfSigned, err := strconv.ParseBool(webhookEnv("ODAFLOW_SELF_SIGNED", "false"))
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SELF_SIGNED %q must be true or false", os.Getenv("ODAFLOW_SELF_SIGNED")))
+	}
+	fs.BoolVar(&c.SelfSigned, "self-signed", selfSigned, "serve a self-signed certificate made in memory (development and tests), and write its CA bundle to a file (env ODAFLOW_SELF_SIGNED)")
+	c.SelfSignedHosts = config.SplitList(webhookEnv("ODAFLOW_SELF_SIGNED_HOSTS", "localhost,127.0.0.1,::1"))
+	fs.Var(hostList{&c.SelfSignedHosts}, "self-signed-hosts", "DNS names and IP addresses of the self-signed certificate, comma-separated (env ODAFLOW_SELF_SIGNED_HOSTS)")
+	fs.StringVar(&c.SelfSignedCA, "self-signed-ca-file", webhookEnv("ODAFLOW_SELF_SIGNED_CA_FILE", ""), "where --self-signed writes the CA bundle (caBundle of the webhook configurations); empty: a new file in the temporary directory (env ODAFLOW_SELF_SIGNED_CA_FILE)")
+
+	delay, err := time.ParseDuration(webhookEnv("ODAFLOW_SHUTDOWN_DELAY", "0s"))
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SHUTDOWN_DELAY %q must be a duration such as 5s", os.Getenv("ODAFLOW_SHUTDOWN_DELAY")))
+	}
+	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", delay, "on SIGTERM, keep serving this long with /readyz failing before closing the listener (env ODAFLOW_SHUTDOWN_DELAY)")
+	fs.StringVar(&c.LogLevel, "log-level", webhookEnv("ODAFLOW_LOG_LEVEL", "info"), "debug, info, warn or error (env ODAFLOW_LOG_LEVEL)")
+}
+
+type hostList struct{ v *[]string }
+
+func (l hostList) String() string {
+	if l.v == nil {
+		return ""
+	}
+	return strings.Join(*l.v, ",")
+}
+
+func (l hostList) Set(s string) error {
+	*l.v = config.SplitList(s)
+	return nil
+}
+
+// validate reports every problem at once.
+func (c *webhookConfig) validate() error {
+	errs := append([]error(nil), c.envErrs...)
+	if _, port, err := net.SplitHostPort(c.ListenAddress); err != nil || port == "" {
+		errs = append(errs, fmt.Errorf("--listen-address %q must be [host]:port", c.ListenAddress))
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		errs = append(errs, fmt.Errorf("--listen-address %q: port must be a number from 0 to 65535", c.ListenAddress))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("--log-level %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if c.ShutdownDelay < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-delay %s must not be negative", c.ShutdownDelay))
+	}
+	files := c.CertFile != "" || c.KeyFile != ""
+	switch {
+	case c.SelfSigned && files:
+		errs = append(errs, errors.New("--self-signed and --tls-cert-file/--tls-key-file exclude each other"))
+	case c.SelfSigned:
+		if len(c.SelfSignedHosts) == 0 {
+			errs = append(errs, errors.New("--self-signed needs at least one name in --self-signed-hosts"))
+		}
+		if c.SelfSignedCA != "" {
+			if st, err := os.Stat(filepath.Dir(c.SelfSignedCA)); err != nil || !st.IsDir() {
+				errs = append(errs, fmt.Errorf("--self-signed-ca-file %s: folder %s does not exist", c.SelfSignedCA, filepath.Dir(c.SelfSignedCA)))
+			}
+		}
+	case !files:
+		errs = append(errs, errors.New("no serving certificate: give --tls-cert-file and --tls-key-file, or --self-signed"))
+	default:
+		if c.CertFile == "" || c.KeyFile == "" {
+			errs = append(errs, errors.New("--tls-cert-file and --tls-key-file go together"))
+		}
+		for _, f := range []struct{ flag, path string }{{"--tls-cert-file", c.CertFile}, {"--tls-key-file", c.KeyFile}} {
+			if f.path == "" {
+				continue
+			}
+			if _, err := os.Stat(f.path); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.flag, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// splitHosts separates DNS names from IP addresses.
+func splitHosts(hosts []string) (names []string, ips []net.IP) {
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			names = append(names, h)
+		}
+	}
+	return names, ips
+}
+
+func runWebhook(args []string) error {
+	var cfg webhookConfig
+	fs := flag.NewFlagSet("odaflow webhook", flag.ContinueOnError)
+	cfg.bind(fs)
+	if err := parse(fs, args, cfg.validate); err != nil {
+		return err
+	}
+	log := odaruntime.NewLogger(config.Common{LogLevel: cfg.LogLevel})
+	scfg := webhook.Config{
+		Address:    cfg.ListenAddress,
+		CertFile:   cfg.CertFile,
+		KeyFile:    cfg.KeyFile,
+		Logger:     log,
+		DrainDelay: cfg.ShutdownDelay,
+	}
+	if cfg.SelfSigned {
+		names, ips := splitHosts(cfg.SelfSignedHosts)
+		certPEM, keyPEM, caPEM, err := webhook.SelfSigned(names, ips)
+		if err != nil {
+			return err
+		}
+		path, err := writeCABundle(cfg.SelfSignedCA, caPEM)
+		if err != nil {
+			return err
+		}
+		scfg.CertPEM, scfg.KeyPEM = certPEM, keyPEM
+		fmt.Printf("odaflow webhook: self-signed certificate for %v; CA bundle written to %s\n", cfg.SelfSignedHosts, path)
+		log.Info("self-signed serving certificate", "hosts", cfg.SelfSignedHosts, "caBundle", path)
+	}
+	srv, err := webhook.New(scfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := notifyContext()
+	defer stop()
+	return srv.Run(ctx)
+}
+
+// writeCABundle writes the CA to path, or to a new file in the temporary
+// directory when path is empty, and returns the path written.
+func writeCABundle(path string, caPEM []byte) (string, error) {
+	if path == "" {
+		f, err := os.CreateTemp("", "odaflow-webhook-ca-*.crt")
+		if err != nil {
+			return "", fmt.Errorf("write the CA bundle: %w", err)
+		}
+		path = f.Name()
+		if err := f.Close(); err != nil {
+			return "", fmt.Errorf("write the CA bundle: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, caPEM, 0o644); err != nil {
+		return "", fmt.Errorf("write the CA bundle: %w", err)
+	}
+	return path, nil
+}
