@@ -280,6 +280,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	for gvr, ok := range w.factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return fmt.Errorf("cache of %s did not sync", gvr.Resource)
 		}
 	}

@@ -51,6 +51,11 @@ func runDev(args []string) error {
 		return err
 	}
 	started := time.Now()
+	step := func(what string) {
+		if *logLevel == "debug" {
+			fmt.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
+		}
+	}
 	kubeconfigPath := *kubeconfig
 	if kubeconfigPath == "" {
 		kube, err := localstack.StartKube(ctx, localstack.Options{
@@ -83,6 +88,17 @@ func runDev(args []string) error {
 	if err := localstack.InstallCRDs(ctx, restCfg, crdDir); err != nil {
 		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
+	step("CRDs installed")
+
+	if *kubeconfig == "" {
+		// Components applied as v1beta2..v1beta4 are converted by odaflow's
+		// own webhook, as in a cluster with the chart's webhook enabled.
+		stopWebhook, err := startConversionWebhook(ctx, restCfg)
+		if err != nil {
+			return fmt.Errorf("start the conversion webhook: %w", err)
+		}
+		defer stopWebhook()
+	}
 
 	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
 		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
@@ -92,6 +108,7 @@ func runDev(args []string) error {
 		return fmt.Errorf("start the Temporal dev server: %w", err)
 	}
 	defer logStop("temporal", temporal.Stop)
+	step("Temporal ready")
 
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
@@ -113,6 +130,7 @@ func runDev(args []string) error {
 		}(app)
 	}
 
+	step("worker and watcher started")
 	if *sample && *kubeconfig == "" {
 		// The local cluster has no load balancer and no kubelet: stand in for
 		// them so the sample's APIs get a url and a ready implementation.

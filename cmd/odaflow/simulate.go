@@ -51,7 +51,7 @@ func simulateCluster(ctx context.Context, cfg *rest.Config, namespace string) er
 		slice := &discoveryv1.EndpointSlice{
 			ObjectMeta:  metav1.ObjectMeta{Name: name + "-dev", Namespace: namespace, Labels: map[string]string{discoveryv1.LabelServiceName: name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"127.0.0.1"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
 		}
 		if _, err := core.DiscoveryV1().EndpointSlices(namespace).Create(ctx, slice, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("endpoints of %s: %w", name, err)

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,12 +58,13 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 	}
 	var mapper *restmapper.DeferredDiscoveryRESTMapper
 	var crds []string
+	current := establishedCRDs(ctx, dyn)
 	for _, obj := range objs {
 		gvk := obj.GroupVersionKind()
 		var ri dynamic.ResourceInterface
-		if gvk.Group == crdGVR.Group && gvk.Version == crdGVR.Version && gvk.Kind == "CustomResourceDefinition" {
+		isCRD := gvk.Group == crdGVR.Group && gvk.Version == crdGVR.Version && gvk.Kind == "CustomResourceDefinition"
+		if isCRD {
 			ri = dyn.Resource(crdGVR)
-			crds = append(crds, obj.GetName())
 		} else {
 			if mapper == nil {
 				dc, err := discovery.NewDiscoveryClientForConfig(cfg)
@@ -83,11 +87,27 @@ func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 				ri = dyn.Resource(m.Resource)
 			}
 		}
+		// Re-applying a large CRD costs the apiserver seconds (schema and
+		// OpenAPI rebuilds); a restart of a persistent stack skips the
+		// unchanged ones.
+		sum := contentHash(obj.Object)
+		if isCRD && current[obj.GetName()] == sum {
+			continue
+		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[contentHashAnnotation] = sum
+		obj.SetAnnotations(annotations)
 		unstructured.RemoveNestedField(obj.Object, "status")
 		unstructured.RemoveNestedField(obj.Object, "metadata", "creationTimestamp")
 		unstructured.RemoveNestedField(obj.Object, "metadata", "resourceVersion")
 		if _, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("localstack: apply %s %s: %w", gvk.Kind, obj.GetName(), err)
+		}
+		if isCRD {
+			crds = append(crds, obj.GetName())
 		}
 	}
 	for _, name := range crds {
@@ -173,4 +193,33 @@ func stripComments(doc []byte) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// contentHashAnnotation records the hash of an applied manifest.
+const contentHashAnnotation = "odaflow.oda.tmforum.org/manifest-hash"
+
+func contentHash(obj map[string]any) string {
+	b, _ := json.Marshal(obj)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// establishedCRDs maps the name of every Established CRD to the manifest
+// hash it was applied with, in one list call.
+func establishedCRDs(ctx context.Context, dyn dynamic.Interface) map[string]string {
+	out := map[string]string{}
+	list, err := dyn.Resource(crdGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return out
+	}
+	for _, crd := range list.Items {
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Established" && m["status"] == "True" {
+				out[crd.GetName()] = crd.GetAnnotations()[contentHashAnnotation]
+			}
+		}
+	}
+	return out
 }
