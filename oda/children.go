@@ -139,6 +139,9 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 			sources = append(sources, p)
 		}
 	}
+	if msgs := validation.IsValidLabelValue(component); len(msgs) > 0 {
+		errs.add("metadata.name", "the Component name %q cannot be the value of the %s label its children carry: %s", component, LabelComponentName, strings.Join(msgs, ", "))
+	}
 	validateNames(d.Children, sources, &errs)
 	return d, errs.unique()
 }
