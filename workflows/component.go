@@ -99,6 +99,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 				Namespace: c.ns, Name: c.name, Pending: c.next, HistoryLimit: in.HistoryLimit,
 			})
 		case c.gone:
+			c.releaseChildFinalizers(ctx)
 			workflow.GetLogger(ctx).Info("component deleted; lifecycle ends", "component", c.ref().String())
 			return nil
 		}
@@ -398,6 +399,36 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	c.st.AppliedHash = c.st.SpecHash
 	c.st.Failures = 0
 	return &activities.Event{Type: "Normal", Reason: "ChildrenApplied", Message: fmt.Sprintf("%d children applied, %d removed", len(records), len(del))}
+}
+
+// changeReleaseChildFinalizers is the workflow change that releases the kopf
+// finalizers of children no odaflow workflow serves.
+const changeReleaseChildFinalizers = "release-child-kopf-finalizers"
+
+// releaseChildFinalizers takes the kopf finalizer off the Component's
+// children whose kinds have no odaflow lifecycle of their own (a Python
+// Canvas put it there for its delete handlers). Without this, the garbage
+// collector's deletion of those children would hang once the Python
+// operators are gone. Children with their own workflow release it there.
+func (c *component) releaseChildFinalizers(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, changeReleaseChildFinalizers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	var kube *activities.Kube
+	futures := make([]workflow.Future, 0, len(c.st.Children))
+	for _, ch := range c.st.Children {
+		if ch.Kind == oda.KindExposedAPI.Name || ch.Status.UID == "" {
+			continue
+		}
+		futures = append(futures, kubeCall(ctx, "release the kopf finalizer of "+ch.Kind+" "+ch.Name, kube.RemoveFinalizers, activities.RemoveFinalizersInput{
+			Ref: oda.Ref{Kind: ch.Kind, Namespace: c.ns, Name: ch.Name}, UID: ch.Status.UID, Finalizers: []string{oda.KopfFinalizer},
+		}))
+	}
+	for _, f := range futures {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("could not release a child's kopf finalizer", "component", c.ref().String(), "err", err)
+		}
+	}
 }
 
 // adoptWorkloads makes the Component the owner of workloads carrying its
