@@ -52,6 +52,10 @@ const (
 	phaseFailed   = "Failed"
 )
 
+// changeRetryWaits is the workflow change after which a failed attempt
+// waits for its backoff timer instead of retrying at once.
+const changeRetryWaits = "expose-retry-waits-for-backoff"
+
 // ExposedAPIWorkflow publishes one ExposedAPI through the configured API
 // gateway and keeps its url and ready flag true: the watcher re-drives it
 // when the spec, the ingress address or the implementation's endpoints
@@ -215,8 +219,13 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 		x.st.Failure = &oda.Failure{Reason: reason, Message: "could not expose the API: " + rootMessage(err)}
 		x.st.SpecHash = ""
 		// Try again after a backoff; the status says why meanwhile.
+		// The timer brings the next attempt (retryDue); until then the
+		// workflow waits, so a gateway that keeps failing costs one attempt
+		// per backoff step, not a busy loop.
 		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		x.st.DoneHash = "" // re-run when the timer fires
+		if workflow.GetVersion(ctx, changeRetryWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			x.st.DoneHash = "" // the first release retried at once
+		}
 		x.reportFailure(ctx)
 		return
 	}
@@ -263,8 +272,11 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 		// The reason is in the activity's failure (visible in the Web UI and
 		// the explain query); try again later rather than hang silently.
 		x.st.Failure = &oda.Failure{Reason: "CleanupFailed", Message: "could not remove gateway objects: " + rootMessage(err)}
-		x.st.DoneHash = ""
-		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(1))
+		x.st.Failures++
+		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
+		if workflow.GetVersion(ctx, changeRetryWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			x.st.DoneHash = ""
+		}
 		return
 	}
 	x.st.Applied = nil
