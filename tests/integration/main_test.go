@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/fx"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -27,7 +28,7 @@ import (
 // stack is the running system under test.
 var stack struct {
 	kube     *localstack.Kube
-	temporal *localstack.Temporal
+	temporal *testsuite.DevServer
 	tc       client.Client
 	dyn      dynamic.Interface
 	core     kubernetes.Interface
@@ -72,27 +73,26 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stack.kube.Stop()
-	stack.temporal, err = localstack.StartTemporal(ctx, localstack.Options{
-		ToolsDir: tools, DataDir: filepath.Join(logDir, "temporal"),
-		TemporalExtraArgs: fastPoll,
+	// The Temporal CLI built by hack/tools.sh, started the SDK's way: in
+	// memory, on a free port, without any download.
+	stack.temporal, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  filepath.Join(tools, "temporal"),
+		LogLevel:      "error",
+		ExtraArgs:     fastPoll,
+		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger{}},
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "integration: start temporal: %v\n", err)
 		return 1
 	}
-	defer stack.temporal.Stop()
+	defer func() { _ = stack.temporal.Stop() }()
 	fmt.Fprintf(os.Stderr, "integration: apiserver, controller-manager and Temporal ready in %s\n", time.Since(start).Round(time.Millisecond))
 	stack.dyn = dynamic.NewForConfigOrDie(stack.kube.RESTConfig)
 	stack.core = kubernetes.NewForConfigOrDie(stack.kube.RESTConfig)
-	stack.tc, err = stack.temporal.Dial(ctx)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "integration: dial temporal: %v\n", err)
-		return 1
-	}
-	defer stack.tc.Close()
+	stack.tc = stack.temporal.Client()
 	stack.common = config.Common{
-		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.Address,
-		TemporalNamespace: stack.temporal.Namespace, TaskQueue: "odaflow-it",
+		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
+		TemporalNamespace: "default", TaskQueue: "odaflow-it",
 		HTTPAddress: "127.0.0.1:0", LogLevel: "warn", IngressSelector: "istio=ingressgateway",
 	}
 	if stack.worker, err = startWorker(ctx); err != nil {
@@ -132,3 +132,11 @@ func stopApp(app *fx.App) {
 	defer cancel()
 	_ = app.Stop(ctx)
 }
+
+// quietLogger keeps the SDK client's info lines out of the test output.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}
