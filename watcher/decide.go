@@ -143,10 +143,25 @@ func ParentKnows(parent *unstructured.Unstructured, child workflows.ChildStatus)
 				if m["name"] != child.Name {
 					continue
 				}
-				url, _ := m["url"].(string)
+				str := func(k string) string { v, _ := m[k].(string); return v }
 				ready, _ := m["ready"].(bool)
-				uid, _ := m["uid"].(string)
-				return uid == child.UID && ready == child.Ready && url == child.URL
+				if str("uid") != child.UID || ready != child.Ready || str("url") != child.URL {
+					return false
+				}
+				if child.Kind == oda.KindDependentAPI.Name {
+					return true
+				}
+				var port *int64
+				switch p := m["port"].(type) {
+				case int64:
+					port = &p
+				case float64:
+					n := int64(p)
+					port = &n
+				}
+				samePort := (port == nil) == (child.Port == nil) && (port == nil || *port == *child.Port)
+				return samePort && str("developerUI") == child.DeveloperUI && str("ip") == child.IP &&
+					str("path") == child.Path && str("implementation") == child.Implementation
 			}
 		}
 	case oda.KindIdentityConfig.Name:

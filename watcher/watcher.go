@@ -211,10 +211,11 @@ func (w *Watcher) enqueueAllExposed() {
 }
 
 func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
-	enqueue := func(obj any, deleted bool) {
+	enqueue := func(oldObj, obj any, deleted bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
+		old, _ := oldObj.(*unstructured.Unstructured)
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || !w.cfg.Namespaces.Matches(u.GetNamespace()) {
 			return
@@ -226,7 +227,11 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		if deleted {
 			w.uids[own] = string(u.GetUID())
 			if parent, ok := ParentComponent(u); ok {
-				w.parents[own] = parent
+				// Under the child-status key too: the resource's own key
+				// forgets its uid once its workflow has the deletion.
+				toParent := key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true}
+				w.uids[toParent] = string(u.GetUID())
+				w.parents[toParent] = parent
 			}
 		}
 		if _, ok := w.firstAt[own]; !ok {
@@ -237,13 +242,13 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 			w.queue.Add(own)
 		}
 		if kind == oda.KindExposedAPI.Name {
-			// A claim on a path prefix came or went: the others on it may win or lose.
-			if path, _, _ := unstructured.NestedString(u.Object, "spec", "path"); path != "" && w.exposedIndex != nil {
-				objs, _ := w.exposedIndex.ByIndex(byPath, path)
-				for _, o := range objs {
-					if other, ok := o.(*unstructured.Unstructured); ok && other.GetUID() != u.GetUID() {
-						w.queue.Add(key{Kind: kind, Namespace: other.GetNamespace(), Name: other.GetName()})
-					}
+			// A claim on a path prefix came or went: the others on it (and
+			// on the path it left) may win or lose.
+			path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
+			w.enqueuePathSiblings(u, path)
+			if old != nil && old.GetUID() == u.GetUID() {
+				if oldPath, _, _ := unstructured.NestedString(old.Object, "spec", "path"); oldPath != path {
+					w.enqueuePathSiblings(u, oldPath)
 				}
 			}
 		}
@@ -258,9 +263,23 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(obj, false) },
-		UpdateFunc: func(_, obj any) { enqueue(obj, false) },
-		DeleteFunc: func(obj any) { enqueue(obj, true) },
+		AddFunc:    func(obj any) { enqueue(nil, obj, false) },
+		UpdateFunc: func(oldObj, obj any) { enqueue(oldObj, obj, false) },
+		DeleteFunc: func(obj any) { enqueue(nil, obj, true) },
+	}
+}
+
+// enqueuePathSiblings re-evaluates the other served ExposedAPIs claiming path.
+func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string) {
+	if path == "" || w.exposedIndex == nil {
+		return
+	}
+	objs, _ := w.exposedIndex.ByIndex(byPath, path)
+	for _, o := range objs {
+		other, ok := o.(*unstructured.Unstructured)
+		if ok && other.GetUID() != u.GetUID() && w.cfg.Namespaces.Matches(other.GetNamespace()) {
+			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: other.GetNamespace(), Name: other.GetName()})
+		}
 	}
 }
 
@@ -274,6 +293,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 		w.adopt.factory.Start(ctx.Done())
 		for gvr, ok := range w.adopt.factory.WaitForCacheSync(ctx.Done()) {
 			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
 				return fmt.Errorf("cache of %s did not sync", gvr.Resource)
 			}
 		}
@@ -289,6 +311,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 	for _, f := range []informers.SharedInformerFactory{w.coreFactory, w.ingressF} {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
 				return fmt.Errorf("cache of %v did not sync", typ)
 			}
 		}
@@ -483,9 +508,8 @@ func (w *Watcher) syncParent(ctx context.Context, k key) error {
 // sendChildDeleted tells a Component that one of its children disappeared,
 // so that it re-creates a child it still wants.
 func (w *Watcher) sendChildDeleted(ctx context.Context, k key) error {
-	own := key{Kind: k.Kind, Namespace: k.Namespace, Name: k.Name}
 	w.mu.Lock()
-	uid, parent := w.uids[own], w.parents[own]
+	uid, parent := w.uids[k], w.parents[k]
 	w.mu.Unlock()
 	if uid != "" && parent != "" {
 		id := oda.WorkflowID(oda.KindComponent.Name, k.Namespace, parent)
@@ -497,10 +521,8 @@ func (w *Watcher) sendChildDeleted(ctx context.Context, k key) error {
 	}
 	w.mu.Lock()
 	delete(w.sent, k)
-	if _, hasOwn := w.cfg.Lifecycles[k.Kind]; !hasOwn {
-		delete(w.uids, own)
-	}
-	delete(w.parents, own)
+	delete(w.uids, k)
+	delete(w.parents, k)
 	w.mu.Unlock()
 	w.done(k)
 	return nil
@@ -534,7 +556,8 @@ func hashWith(base string, extra any) string {
 }
 
 func hashChild(cs workflows.ChildStatus) string {
-	return fmt.Sprintf("%s|%t|%s|%s|%s|%v|%s|%t", cs.UID, cs.Ready, cs.URL, cs.DeveloperUI, cs.IP, cs.Port, cs.IdentityProvider, cs.ListenerRegistered)
+	b, _ := json.Marshal(cs)
+	return string(b)
 }
 
 // Metrics are the watcher's Prometheus metrics.
