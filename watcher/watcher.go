@@ -112,7 +112,10 @@ type Clients struct {
 func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics *Metrics) *Watcher {
 	dyn, core := clients.Dynamic, clients.Core
 	if cfg.Workers == 0 {
-		cfg.Workers = 8
+		// Signals are network round trips to Temporal (tens of ms under
+		// load): enough of them in flight keeps a burst of 1,000 applies
+		// from queueing behind each other.
+		cfg.Workers = 32
 	}
 	if cfg.IngressSelector == nil {
 		cfg.IngressSelector = labels.SelectorFromSet(labels.Set{"istio": "ingressgateway"})
