@@ -24,19 +24,25 @@ import (
 	"github.com/odaflow/odaflow/workflows"
 )
 
+// HistoryLimit is the history length at which new lifecycles continue as
+// new: well before the server's own suggestion (4,000 events by default),
+// so replays stay short. It travels in the start input, so lifecycles that
+// are already running keep the limit they started with.
+const HistoryLimit = 2000
+
 // DefaultLifecycles are the kinds that have their own workflow.
 func DefaultLifecycles() map[string]Lifecycle {
 	return map[string]Lifecycle{
 		oda.KindComponent.Name: {
 			Workflow: workflows.ComponentWorkflow,
 			Input: func(ns, name string) any {
-				return workflows.ComponentInput{Namespace: ns, Name: name}
+				return workflows.ComponentInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
 			},
 		},
 		oda.KindExposedAPI.Name: {
 			Workflow: workflows.ExposedAPIWorkflow,
 			Input: func(ns, name string) any {
-				return workflows.ExposedAPIInput{Namespace: ns, Name: name}
+				return workflows.ExposedAPIInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
 			},
 		},
 	}
