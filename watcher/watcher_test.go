@@ -420,7 +420,7 @@ func TestWatcherComponentSignals(t *testing.T) {
 	if c.Options.ID != id || c.Options.TaskQueue != "odaflow-test" || c.Options.WorkflowIDReusePolicy != 1 {
 		t.Errorf("start options = %+v, want ID %s, task queue odaflow-test, ALLOW_DUPLICATE", c.Options, id)
 	}
-	if diff := cmp.Diff([]any{workflows.ComponentInput{Namespace: ns, Name: name}}, c.Args); diff != "" {
+	if diff := cmp.Diff([]any{workflows.ComponentInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}}, c.Args); diff != "" {
 		t.Errorf("workflow arguments (-want +got):\n%s", diff)
 	}
 
@@ -577,7 +577,7 @@ func TestWatcherEndpointSlicesReSignalTheirExposedAPIs(t *testing.T) {
 			t.Errorf("%s: exposure %+v, want not ready", c.WorkflowID, ev.Exposure)
 		}
 	}
-	if diff := cmp.Diff([]any{workflows.ExposedAPIInput{Namespace: "ns1", Name: "e1"}}, argsOf(calls, "ExposedAPI/ns1/e1")); diff != "" {
+	if diff := cmp.Diff([]any{workflows.ExposedAPIInput{Namespace: "ns1", Name: "e1", HistoryLimit: HistoryLimit}}, argsOf(calls, "ExposedAPI/ns1/e1")); diff != "" {
 		t.Errorf("workflow arguments (-want +got):\n%s", diff)
 	}
 	h.idle()
