@@ -24,9 +24,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
@@ -236,55 +237,53 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	}
 	defer watcher.stop()
 
-	// Follow the ExposedAPIs with a watch: no polling load on the apiserver.
+	// Follow the ExposedAPIs with an informer (a watch that relists when the
+	// apiserver closes it): no polling load on the apiserver.
 	times := map[string]*compTimes{}
 	var mu sync.Mutex
 	var exposedCount atomic.Int64
-	w, err := e.dyn.Resource(oda.KindExposedAPI.GVR()).Namespace(ns).Watch(ctx, metav1.ListOptions{})
-	if err != nil {
-		return Result{}, err
-	}
-	defer w.Stop()
 	allExposed := make(chan struct{})
-	go func() {
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			u, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			comp := u.GetLabels()[oda.LabelComponentName]
-			now := time.Now()
-			mu.Lock()
-			t := times[comp]
-			if t == nil {
-				t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
-				times[comp] = t
-			}
-			t.seen[u.GetName()] = true
-			if len(t.seen) == 3 && t.children.IsZero() {
-				t.children = now
-			}
-			url, _, _ := unstructured.NestedString(u.Object, "status", "apiStatus", "url")
-			rdy, _, _ := unstructured.NestedBool(u.Object, "status", "implementation", "ready")
-			t.ready[u.GetName()] = url != "" && rdy
-			count := 0
-			for _, r := range t.ready {
-				if r {
-					count++
-				}
-			}
-			if count == 3 && t.exposed.IsZero() {
-				t.exposed = now
-				if exposedCount.Add(1) == int64(n) {
-					close(allExposed)
-				}
-			}
-			mu.Unlock()
+	observe := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
 		}
-	}()
+		comp := u.GetLabels()[oda.LabelComponentName]
+		now := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		t := times[comp]
+		if t == nil {
+			t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
+			times[comp] = t
+		}
+		t.seen[u.GetName()] = true
+		if len(t.seen) == 3 && t.children.IsZero() {
+			t.children = now
+		}
+		url, _, _ := unstructured.NestedString(u.Object, "status", "apiStatus", "url")
+		rdy, _, _ := unstructured.NestedBool(u.Object, "status", "implementation", "ready")
+		t.ready[u.GetName()] = url != "" && rdy
+		count := 0
+		for _, r := range t.ready {
+			if r {
+				count++
+			}
+		}
+		if count == 3 && t.exposed.IsZero() {
+			t.exposed = now
+			if exposedCount.Add(1) == int64(n) {
+				close(allExposed)
+			}
+		}
+	}
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.dyn, 0, ns, nil)
+	inf := factory.ForResource(oda.KindExposedAPI.GVR()).Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: observe, UpdateFunc: func(_, obj any) { observe(obj) }})
+	stopInformer := make(chan struct{})
+	defer close(stopInformer)
+	factory.Start(stopInformer)
+	factory.WaitForCacheSync(stopInformer)
 
 	pids := map[string]int{"worker": worker.cmd.Process.Pid, "watcher": watcher.cmd.Process.Pid, "temporal": e.temporal.Pid(), "apiserver": e.kube.Pids()["kube-apiserver"]}
 	cpu0 := map[string]float64{}
