@@ -60,6 +60,10 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.
 		// Let activities finish (they are short apiserver calls) before the
 		// process exits on SIGTERM.
 		WorkerStopTimeout: 20 * time.Second,
+		// Lifecycle steps are short and latency-bound, not CPU-bound: more
+		// pollers keep tasks flowing when thousands of Components move at once.
+		MaxConcurrentWorkflowTaskPollers: 8,
+		MaxConcurrentActivityTaskPollers: 4,
 	})
 	Register(w, kube, exposure)
 	health.Add("temporal", runtime.TemporalCheck(cl))

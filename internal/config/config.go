@@ -32,6 +32,10 @@ type Common struct {
 	// Service, whose address makes the ExposedAPI URLs.
 	IngressSelector  string
 	IngressNamespace string
+	// KubeQPS and KubeBurst bound this process's apiserver requests. The
+	// apiserver's own priority and fairness protects it; this is a guard.
+	KubeQPS   float64
+	KubeBurst int
 }
 
 // Worker configures `odaflow worker`.
@@ -97,6 +101,10 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSKey, "temporal-tls-key", env("ODAFLOW_TEMPORAL_TLS_KEY", ""), "client key file for mTLS to Temporal")
 	fs.StringVar(&c.TLSCA, "temporal-tls-ca", env("ODAFLOW_TEMPORAL_TLS_CA", ""), "CA file to verify the Temporal server")
 	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", env("ODAFLOW_TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify on the Temporal certificate")
+	qps, _ := strconv.ParseFloat(env("ODAFLOW_KUBE_QPS", "500"), 64)
+	burst, _ := strconv.Atoi(env("ODAFLOW_KUBE_BURST", "1000"))
+	fs.Float64Var(&c.KubeQPS, "kube-qps", qps, "apiserver requests per second this process may make (env ODAFLOW_KUBE_QPS)")
+	fs.IntVar(&c.KubeBurst, "kube-burst", burst, "apiserver request burst (env ODAFLOW_KUBE_BURST)")
 	fs.StringVar(&c.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
 	fs.StringVar(&c.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
 	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
@@ -122,6 +130,9 @@ func (c Common) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("--log-level %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if c.KubeQPS <= 0 || c.KubeBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-qps %v and --kube-burst %d must be positive", c.KubeQPS, c.KubeBurst))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))

@@ -59,8 +59,12 @@ func RESTConfig(c config.Common) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client configuration: %w", err)
 	}
-	// odaflow batches its writes; these limits only guard against a bug.
-	cfg.QPS, cfg.Burst = 200, 400
+	// odaflow batches its writes; these limits only guard against a bug
+	// (zero values, as in tests that build Common by hand, get the defaults).
+	cfg.QPS, cfg.Burst = float32(c.KubeQPS), c.KubeBurst
+	if cfg.QPS <= 0 || cfg.Burst <= 0 {
+		cfg.QPS, cfg.Burst = 500, 1000
+	}
 	cfg.UserAgent = "odaflow"
 	return cfg, nil
 }

@@ -1,0 +1,71 @@
+package config
+
+import (
+	"flag"
+	"strings"
+	"testing"
+)
+
+func parseWorker(t *testing.T, args ...string) Worker {
+	t.Helper()
+	var w Worker
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	w.Bind(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func TestWorkerDefaultsAreValid(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	w := parseWorker(t)
+	if err := w.Validate(); err != nil {
+		t.Fatalf("defaults invalid: %v", err)
+	}
+	if w.TaskQueue != "odaflow" || w.Gateway != "istio" || w.KubeQPS != 500 {
+		t.Errorf("defaults = %+v", w)
+	}
+}
+
+func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	w := parseWorker(t, "--temporal-address", "nohostport", "--task-queue", "", "--log-level", "loud",
+		"--gateway", "nginx", "--temporal-tls-cert", "/nope/cert", "--kube-qps", "0", "--http-address", "8080")
+	err := w.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"--temporal-address", "--task-queue", "--log-level", "--gateway", "--temporal-tls-cert and --temporal-tls-key", "--kube-qps", "--http-address"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestEnvironmentAndFlags(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("ODAFLOW_NAMESPACES", "components, odacompns-*")
+	t.Setenv("ODAFLOW_TASK_QUEUE", "from-env")
+	w := parseWorker(t, "--task-queue", "from-flag")
+	if w.TaskQueue != "from-flag" {
+		t.Errorf("a flag must win over its variable: %q", w.TaskQueue)
+	}
+	if strings.Join(w.Namespaces, "|") != "components|odacompns-*" {
+		t.Errorf("namespaces = %q", w.Namespaces)
+	}
+}
+
+func TestWatcherLeaderElectionNeedsAnIdentity(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("POD_NAME", "")
+	var w Watcher
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	w.Bind(fs)
+	if err := fs.Parse([]string{"--identity", "", "--leader-elect=true"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "leader election") {
+		t.Errorf("err = %v", err)
+	}
+}
