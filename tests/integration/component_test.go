@@ -105,6 +105,17 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 		return len(names) == 3, fmt.Sprint(names)
 	})
 	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
+	// And an upgrade that adds it back.
+	cur = mustGet(t, oda.KindComponent, ns, component)
+	cur.Object["spec"] = fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)).Object["spec"]
+	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("upgrade back: %v", err)
+	}
+	eventually(t, 30*time.Second, "promotionmanagement ExposedAPI back", func() (bool, string) {
+		names := listChildren(t, oda.KindExposedAPI, ns, component)
+		return len(names) == 4, fmt.Sprint(names)
+	})
+	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	if runs := runsOf(t, wfID); len(runs) != 1 {
 		t.Errorf("runs after upgrade = %v, want the same single run", runs)
 	}
