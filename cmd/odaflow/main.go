@@ -29,6 +29,8 @@ Usage:
   odaflow watcher [flags]   run the watcher (Kubernetes events -> workflow signals)
   odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
+  odaflow status  [-n ns] [component]   each Component's phase, APIs and Web UI link
+  odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
   odaflow version
 
 Run "odaflow <command> -h" for the flags of a command.
@@ -51,6 +53,10 @@ func main() {
 		err = runWatcher(args)
 	case "dev":
 		err = runDev(args)
+	case "status":
+		err = runStatus(args)
+	case "explain":
+		err = runExplain(args)
 	case "webhook":
 		err = runWebhook(args)
 	case "version":
