@@ -31,6 +31,7 @@ Usage:
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
   odaflow status  [-n ns] [component]   each Component's phase, APIs and Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
+  odaflow healthcheck [--url URL]       exit 0 when the endpoint answers 200 (container health checks)
   odaflow version
 
 Run "odaflow <command> -h" for the flags of a command.
@@ -57,6 +58,8 @@ func main() {
 		err = runStatus(args)
 	case "explain":
 		err = runExplain(args)
+	case "healthcheck":
+		err = runHealthcheck(args)
 	case "webhook":
 		err = runWebhook(args)
 	case "version":
