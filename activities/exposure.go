@@ -93,7 +93,7 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	}
 
 	status := map[string]any{}
-	phase := phaseFailed
+	phase := PhaseFailed
 	var url string
 	if in.Failure == nil {
 		apiStatus, ok := gateway.APIStatus(e.Config, in.API, spec, derefIngress(in.Ingress))
@@ -107,23 +107,23 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 		url, _ = apiStatus["url"].(string)
 		switch {
 		case !ok:
-			phase = phaseWaiting
+			phase = PhaseWaiting
 		case !in.ImplementationReady:
-			phase = phaseNotReady
+			phase = PhaseNotReady
 		default:
-			phase = phaseExposed
+			phase = PhaseExposed
 		}
 	}
 	status["implementation"] = map[string]any{"ready": in.Failure == nil && in.ImplementationReady}
 	cond := exposureCondition(phase, in.Failure, in.Generation, in.PreviousCondition, time.Now())
-	status["conditions"] = []any{conditionMap(cond)}
+	status["conditions"] = []any{oda.ConditionMap(cond)}
 
 	var event *Event
 	// An Event for each later change of phase and for every failure; the
 	// first phase of a healthy API is reported by its Component.
-	if phase != in.PreviousPhase && (in.PreviousPhase != "" || phase == phaseFailed) {
+	if phase != in.PreviousPhase && (in.PreviousPhase != "" || phase == PhaseFailed) {
 		event = &Event{Type: "Normal", Reason: phase, Message: cond.Message}
-		if phase == phaseFailed {
+		if phase == PhaseFailed {
 			event.Type = "Warning"
 			event.Reason = in.Failure.Reason
 		}
@@ -139,24 +139,24 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	return res, nil
 }
 
-// The phases of an ExposedAPI (mirrored in package workflows).
+// The phases of an ExposedAPI, reported in events and the explain query.
 const (
-	phaseExposed  = "Exposed"
-	phaseWaiting  = "WaitingForAddress"
-	phaseNotReady = "ImplementationNotReady"
-	phaseFailed   = "Failed"
+	PhaseExposed  = "Exposed"
+	PhaseWaiting  = "WaitingForAddress"
+	PhaseNotReady = "ImplementationNotReady"
+	PhaseFailed   = "Failed"
 )
 
 func exposureCondition(phase string, failure *oda.Failure, generation int64, prev *oda.Condition, now time.Time) oda.Condition {
 	c := oda.Condition{Type: "Ready", Status: "False", ObservedGeneration: generation, Reason: phase}
 	switch phase {
-	case phaseExposed:
+	case PhaseExposed:
 		c.Status, c.Message = "True", "exposed through the gateway with a ready implementation"
-	case phaseWaiting:
+	case PhaseWaiting:
 		c.Message = "the gateway's ingress has no address yet; the url follows when it has one"
-	case phaseNotReady:
+	case PhaseNotReady:
 		c.Message = "the implementation Service has no ready endpoint"
-	case phaseFailed:
+	case PhaseFailed:
 		c.Reason, c.Message = failure.Reason, failure.Message
 	}
 	c.LastTransitionTime = now.UTC().Format(time.RFC3339)
@@ -164,13 +164,6 @@ func exposureCondition(phase string, failure *oda.Failure, generation int64, pre
 		c.LastTransitionTime = prev.LastTransitionTime
 	}
 	return c
-}
-
-func conditionMap(c oda.Condition) map[string]any {
-	return map[string]any{
-		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
-		"lastTransitionTime": c.LastTransitionTime, "observedGeneration": c.ObservedGeneration,
-	}
 }
 
 func derefIngress(in *gateway.Ingress) gateway.Ingress {

@@ -180,7 +180,7 @@ func StatusObject(s ComponentStatus, condition Condition) map[string]any {
 	}
 	out["publishedEvents"] = eventList(s.PublishedEvents)
 	out["subscribedEvents"] = eventList(s.SubscribedEvents)
-	out["conditions"] = []any{conditionMap(condition)}
+	out["conditions"] = []any{ConditionMap(condition)}
 	return out
 }
 
@@ -243,7 +243,8 @@ func eventList(entries []EventEntry) []any {
 	return out
 }
 
-func conditionMap(c Condition) map[string]any {
+// ConditionMap encodes a condition as it is written into status.
+func ConditionMap(c Condition) map[string]any {
 	m := map[string]any{
 		"type": c.Type, "status": c.Status, "reason": c.Reason,
 		"message": c.Message, "lastTransitionTime": c.LastTransitionTime,

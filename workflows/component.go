@@ -388,7 +388,7 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	records := make([]ChildRecord, 0, len(desired.Children))
 	for i, ch := range desired.Children {
 		applied := res.Children[i]
-		st := childStatusFromObject(ch.Kind, ch.Name, applied.UID, applied.Status)
+		st := ChildStatusFromObject(ch.Kind, ch.Name, applied.UID, applied.Status)
 		if prev, ok := previous[ch.Kind+"/"+ch.Name]; ok && prev.UID == applied.UID && st == (ChildStatus{Kind: ch.Kind, Name: ch.Name, UID: applied.UID}) {
 			// The apply answer has no status yet but a signal already told us more.
 			st = prev
@@ -570,8 +570,9 @@ func childrenFromStatus(status map[string]any) []ChildRecord {
 	return out
 }
 
-// childStatusFromObject reads what the Component needs from a child's status.
-func childStatusFromObject(kind, name, uid string, status map[string]any) ChildStatus {
+// ChildStatusFromObject reads what the Component needs from a child's
+// status; the watcher digests children with it too, so both agree.
+func ChildStatusFromObject(kind, name, uid string, status map[string]any) ChildStatus {
 	cs := ChildStatus{Kind: kind, Name: name, UID: uid}
 	str := func(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 	impl, _ := status["implementation"].(map[string]any)
@@ -593,12 +594,6 @@ func childStatusFromObject(kind, name, uid string, status map[string]any) ChildS
 		cs.Ready = str(status, "status") != ""
 	}
 	return cs
-}
-
-// ChildStatusFromObject is childStatusFromObject for the watcher, which must
-// digest a child exactly as the Component does.
-func ChildStatusFromObject(kind, name, uid string, status map[string]any) ChildStatus {
-	return childStatusFromObject(kind, name, uid, status)
 }
 
 func portOf(v any) *int64 {

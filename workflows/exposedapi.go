@@ -44,14 +44,6 @@ type ExposedAPIState struct {
 	Deleting   bool                   `json:"deleting,omitempty"`
 }
 
-// The phases of an ExposedAPI, for events and the explain query.
-const (
-	phaseExposed  = "Exposed"
-	phaseWaiting  = "WaitingForAddress"
-	phaseNotReady = "ImplementationNotReady"
-	phaseFailed   = "Failed"
-)
-
 // changeRetryWaits is the workflow change after which a failed attempt
 // waits for its backoff timer instead of retrying at once.
 const changeRetryWaits = "expose-retry-waits-for-backoff"
@@ -247,16 +239,16 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 	now := workflow.Now(ctx).UTC().Format(time.RFC3339)
 	cond := oda.Condition{Type: "Ready", Status: "False", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message, LastTransitionTime: now, ObservedGeneration: x.st.Generation}
 	var ev *activities.Event
-	if x.st.Phase != phaseFailed {
+	if x.st.Phase != activities.PhaseFailed {
 		ev = &activities.Event{Type: "Warning", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message}
 	}
 	var kube *activities.Kube
 	err := kubeCall(ctx, "report failure", kube.WriteStatus, activities.WriteStatusInput{
 		Ref: x.ref(), UID: x.st.UID, Event: ev,
-		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{conditionObject(cond)}},
+		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{oda.ConditionMap(cond)}},
 	}).Get(ctx, nil)
 	if err == nil {
-		x.st.Phase = phaseFailed
+		x.st.Phase = activities.PhaseFailed
 		x.st.Condition = &cond
 	}
 }
@@ -285,11 +277,4 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 func (x *exposedAPI) explain() (Explanation, error) {
 	e := Explanation{Resource: x.ref().String(), UID: x.st.UID, DeploymentStatus: x.st.Phase, Failure: x.st.Failure}
 	return e, nil
-}
-
-func conditionObject(c oda.Condition) map[string]any {
-	return map[string]any{
-		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
-		"lastTransitionTime": c.LastTransitionTime, "observedGeneration": c.ObservedGeneration,
-	}
 }

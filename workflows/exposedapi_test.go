@@ -39,14 +39,14 @@ func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExpos
 				return activities.ExposeResult{}, temporal.NewNonRetryableApplicationError("gateway CRD missing", "Boom", errors.New("boom"))
 			}
 			f.exposes = append(f.exposes, in)
-			phase := phaseExposed
+			phase := activities.PhaseExposed
 			switch {
 			case in.Failure != nil:
-				phase = phaseFailed
+				phase = activities.PhaseFailed
 			case in.Ingress == nil:
-				phase = phaseWaiting
+				phase = activities.PhaseWaiting
 			case !in.ImplementationReady:
-				phase = phaseNotReady
+				phase = activities.PhaseNotReady
 			}
 			applied := in.Applied
 			if !in.SkipApply && in.Failure == nil {
@@ -104,8 +104,8 @@ func TestExposedAPIWaitsForTheAddressThenFollowsReadiness(t *testing.T) {
 	if !f.exposes[2].ImplementationReady || f.exposes[3].ImplementationReady {
 		t.Errorf("readiness did not go true then false: %v, %v", f.exposes[2].ImplementationReady, f.exposes[3].ImplementationReady)
 	}
-	if f.exposes[3].PreviousPhase != phaseExposed {
-		t.Errorf("previous phase = %q, want %q", f.exposes[3].PreviousPhase, phaseExposed)
+	if f.exposes[3].PreviousPhase != activities.PhaseExposed {
+		t.Errorf("previous phase = %q, want %q", f.exposes[3].PreviousPhase, activities.PhaseExposed)
 	}
 }
 

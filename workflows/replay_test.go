@@ -1,7 +1,6 @@
 package workflows
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -44,8 +43,5 @@ func TestReplayDetectsAnUnversionedChange(t *testing.T) {
 	err := r.ReplayWorkflowHistoryFromJSONFile(nil, files[0])
 	if err == nil {
 		t.Fatal("replaying a changed workflow succeeded; the replay suite would not catch unversioned changes")
-	}
-	if _, statErr := os.Stat(files[0]); statErr != nil {
-		t.Fatal(statErr)
 	}
 }

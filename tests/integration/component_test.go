@@ -10,6 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
 )
@@ -49,7 +51,7 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	if len(owner) != 1 || owner[0].UID != compObj.GetUID() || owner[0].Controller == nil || !*owner[0].Controller {
 		t.Errorf("owner references = %+v, want the Component as controller", owner)
 	}
-	if seg, _, _ := unstructuredString(child.Object, "spec", "segment"); seg != "coreFunction" {
+	if seg, _, _ := unstructured.NestedString(child.Object, "spec", "segment"); seg != "coreFunction" {
 		t.Errorf("spec.segment = %q", seg)
 	}
 
@@ -65,7 +67,7 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	simulateIdentity(t, ns, component)
 	done := waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	t.Logf("apply → Complete (endpoints, address and identity simulated): %s", time.Since(start).Round(time.Millisecond))
-	if s, _, _ := unstructuredString(done.Object, "status", "summary/status", "coreAPIsummary"); s == "" {
+	if s, _, _ := unstructured.NestedString(done.Object, "status", "summary/status", "coreAPIsummary"); s == "" {
 		t.Errorf("coreAPIsummary is empty")
 	}
 
@@ -151,7 +153,7 @@ func TestMalformedComponentFailsWithoutBlockingOthers(t *testing.T) {
 	create(t, oda.KindComponent, good)
 
 	failed := waitPhase(t, ns, "bad-component", oda.StatusFailed, 30*time.Second)
-	conds, _, _ := unstructuredSlice(failed.Object, "status", "conditions")
+	conds, _, _ := unstructured.NestedSlice(failed.Object, "status", "conditions")
 	if len(conds) != 1 {
 		t.Fatalf("conditions = %v", conds)
 	}

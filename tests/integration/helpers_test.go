@@ -177,11 +177,3 @@ func containsAny(list []string, sub string) bool {
 	}
 	return false
 }
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	return unstructured.NestedString(obj, fields...)
-}
-
-func unstructuredSlice(obj map[string]any, fields ...string) ([]any, bool, error) {
-	return unstructured.NestedSlice(obj, fields...)
-}
