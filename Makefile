@@ -7,7 +7,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: all dev test tools build vet fmt-check unit integration bench clean help record-histories
+.PHONY: contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories
 
 all: build
 
@@ -37,8 +37,15 @@ vet:
 ## test: formatting, vet, and every package's tests. The integration tests in
 ## tests/ start the real servers themselves; with CI set they fail (never skip)
 ## when the servers are missing.
-test: tools fmt-check vet
+test: tools fmt-check vet contracts
 	$(GO) test -count=1 $(GOTESTFLAGS) ./...
+
+## contracts: the client libraries' own integration tests (an allow-list of
+## the methods odaflow uses) against odaflow's doubles of Kong and Keycloak,
+## which keeps the doubles honest.
+contracts:
+	bash hack/go-kong-contract.sh
+	bash hack/gocloak-contract.sh
 
 unit:
 	$(GO) test -short -count=1 ./oda/... ./workflows/... ./watcher/... ./webhook/... ./internal/config/...

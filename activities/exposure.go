@@ -22,6 +22,9 @@ import (
 type Exposure struct {
 	Kube   *Kube
 	Config gateway.Config
+	// Kong configures Kong through its Admin API. It is required when
+	// Config.Gateway is kong-admin and nil otherwise.
+	Kong *KongAdmin
 }
 
 // ObjectRef is a gateway object odaflow applied.
@@ -83,8 +86,18 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 		if err := e.deleteObjects(ctx, in.Applied, nil); err != nil {
 			return res, err
 		}
+		if e.Kong != nil {
+			if err := e.Kong.Remove(ctx, KongRemoveInput{Namespace: in.API.Namespace, Name: in.API.Name}); err != nil {
+				return res, err
+			}
+		}
 		res.Applied = nil
 	} else if !in.SkipApply {
+		if e.Config.Gateway == gateway.GatewayKongAdmin {
+			if err := e.exposeKongAdmin(ctx, in.API); err != nil {
+				return res, err
+			}
+		}
 		applied, err := e.apply(ctx, in.API, spec, in.Applied)
 		if err != nil {
 			return res, err
@@ -216,6 +229,22 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 	return applied, nil
 }
 
+// exposeKongAdmin publishes the API through Kong's Admin API. The
+// finalizer comes first: Kong's entities live outside the cluster, so only
+// the finalizer makes a deletion wait for Unexpose to remove them, even one
+// that arrives while this call is under way.
+func (e *Exposure) exposeKongAdmin(ctx context.Context, api gateway.API) error {
+	if e.Kong == nil {
+		return temporal.NewNonRetryableApplicationError(
+			"the kong-admin gateway needs the Kong Admin API URL (Exposure.Kong is not configured)", ErrTypeInvalid, nil)
+	}
+	if err := e.ensureFinalizer(ctx, api); err != nil {
+		return err
+	}
+	_, err := e.Kong.Sync(ctx, KongSyncInput{Config: e.Config, API: api})
+	return err
+}
+
 // ensureFinalizer adds odaflow's finalizer with its own field manager: a
 // server-side apply of a set-typed list adds the entry and leaves other
 // controllers' finalizers alone.
@@ -264,9 +293,15 @@ type UnexposeInput struct {
 }
 
 // Unexpose deletes the gateway objects garbage collection cannot reach
-// (those in another namespace), then releases odaflow's finalizer and a
-// Python Canvas's kopf finalizer.
+// (those in another namespace, and under kong-admin the API's Kong
+// entities), then releases odaflow's finalizer and a Python Canvas's kopf
+// finalizer.
 func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
+	if e.Kong != nil {
+		if err := e.Kong.Remove(ctx, KongRemoveInput{Namespace: in.Ref.Namespace, Name: in.Ref.Name}); err != nil {
+			return err
+		}
+	}
 	var unowned []ObjectRef
 	for _, r := range in.Applied {
 		if !r.Owned {

@@ -345,3 +345,34 @@ var workloadKinds = map[string]string{
 	"persistentvolumeclaims": "PersistentVolumeClaim", "deployments": "Deployment", "statefulsets": "StatefulSet",
 	"jobs": "Job", "cronjobs": "CronJob", "roles": "Role", "rolebindings": "RoleBinding",
 }
+
+// EnsureFinalizerInput names the resource that needs odaflow's finalizer.
+type EnsureFinalizerInput struct {
+	Ref oda.Ref `json:"ref"`
+	UID string  `json:"uid"`
+}
+
+// EnsureFinalizer adds odaflow's finalizer with a server-side apply under a
+// field manager of its own: the apply owns only that list entry, so it never
+// conflicts with the Component that owns the spec, and the uid in the body
+// makes it fail (409) rather than touch a new object under the same name.
+func (k *Kube) EnsureFinalizer(ctx context.Context, in EnsureFinalizerInput) error {
+	kind, ok := oda.KindByName(in.Ref.Kind)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
+	}
+	body, err := json.Marshal(map[string]any{
+		"apiVersion": oda.APIVersion, "kind": kind.Name,
+		"metadata": map[string]any{"name": in.Ref.Name, "namespace": in.Ref.Namespace, "uid": in.UID, "finalizers": []string{oda.Finalizer}},
+	})
+	if err != nil {
+		return fmt.Errorf("encode finalizer apply: %w", err)
+	}
+	force := true
+	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+	if err != nil {
+		return kubeError("add finalizer to "+in.Ref.String(), err)
+	}
+	return nil
+}

@@ -27,9 +27,11 @@ type KongRoute struct {
 	Tags                    []string `json:"tags"`
 }
 
-// KongRef refers to another Kong entity by name.
+// KongRef refers to another Kong entity by name or, once known, by id (the
+// Admin API takes either; the activity sends the id it got back).
 type KongRef struct {
-	Name string `json:"name"`
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
 }
 
 // KongPlugin is a Kong Admin API plugin body, scoped to the API's route
@@ -51,8 +53,16 @@ type KongPlugin struct {
 // deleted.
 const KongAdminTag = "odaflow"
 
-// KongAdminAPITag is the tag of one ExposedAPI's Kong entities.
-func KongAdminAPITag(api API) string { return "exposedapi:" + api.Namespace + "/" + api.Name }
+// KongAdminAPITag is the tag of one ExposedAPI's Kong entities:
+// "exposedapi:<namespace>.<name>". Kong refuses tags with "/" or "," (a
+// filter uses them for "any" and "all"), and a namespace has no dot, so the
+// first dot separates the two.
+func KongAdminAPITag(api API) string { return KongAdminAPITagFor(api.Namespace, api.Name) }
+
+// KongAdminAPITagFor is KongAdminAPITag from a namespace and a name.
+func KongAdminAPITagFor(namespace, name string) string {
+	return "exposedapi:" + namespace + "." + name
+}
 
 // KongAdminName is the name of the service and route of an ExposedAPI in
 // Kong, which has one global namespace: "<namespace>.<name>".

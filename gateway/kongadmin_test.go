@@ -14,7 +14,7 @@ func TestKongAdminEntitiesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "components." + exampleName
-	tags := []string{"odaflow", "exposedapi:components/" + exampleName}
+	tags := []string{"odaflow", "exposedapi:components." + exampleName}
 	if diff := cmp.Diff(KongService{
 		Name: name, Host: "r1-prodcatapi.components.svc", Port: 8080, Protocol: "http", Tags: tags,
 	}, svc); diff != "" {
@@ -44,7 +44,7 @@ func TestKongAdminEntitiesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const wantJSON = `{"name":"components.` + exampleName + `","paths":["` + examplePath + `"],"strip_path":false,"protocols":["https"],"https_redirect_status_code":301,"service":{"name":"components.` + exampleName + `"},"tags":["odaflow","exposedapi:components/` + exampleName + `"]}`
+	const wantJSON = `{"name":"components.` + exampleName + `","paths":["` + examplePath + `"],"strip_path":false,"protocols":["https"],"https_redirect_status_code":301,"service":{"name":"components.` + exampleName + `"},"tags":["odaflow","exposedapi:components.` + exampleName + `"]}`
 	if string(raw) != wantJSON {
 		t.Errorf("route JSON:\n got %s\nwant %s", raw, wantJSON)
 	}
@@ -60,7 +60,7 @@ func TestKongAdminEntitiesVariants(t *testing.T) {
 		want := KongService{
 			Name: "components.x", Host: "ctk-prodcatapi.components.svc", Port: 8080, Protocol: "http",
 			ConnectTimeout: 60000, ReadTimeout: 900000, WriteTimeout: 900000,
-			Tags: []string{"odaflow", "exposedapi:components/x"},
+			Tags: []string{"odaflow", "exposedapi:components.x"},
 		}
 		if diff := cmp.Diff(want, svc); diff != "" {
 			t.Errorf("service (-want +got):\n%s", diff)
@@ -106,7 +106,7 @@ func TestKongAdminTemplatePlugins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tags := []string{"odaflow", "exposedapi:components/x"}
+	tags := []string{"odaflow", "exposedapi:components.x"}
 	want := []KongPlugin{
 		{Name: "request-size-limiting", InstanceName: "size-components.x", Config: map[string]any{"allowed_payload_size": 128.0}, Route: KongRef{Name: "components.x"}, Enabled: true, Tags: tags},
 		{Name: "cors", InstanceName: "off-components.x", Config: map[string]any{}, Route: KongRef{Name: "components.x"}, Enabled: false, Tags: tags},

@@ -42,6 +42,35 @@ const Finalizer = "oda.tmforum.org/odaflow"
 // silent when they match, so a restart re-drives nothing.
 const AnnotationObservedHash = "odaflow.oda.tmforum.org/observed-hash"
 
+// AnnotationPrefix starts every annotation odaflow reads from a resource;
+// the workflows receive these (and no others) with each event.
+const AnnotationPrefix = "odaflow.oda.tmforum.org/"
+
+// AnnotationSkipCleanup, set to "true" on a resource whose deletion is
+// blocked because an external system (Keycloak, Vault, Kong, the Service
+// Inventory) stays unreachable, is the explicit way out: odaflow releases the
+// resource without cleaning up there, and says so in an Event.
+const AnnotationSkipCleanup = AnnotationPrefix + "skip-cleanup"
+
+// AnnotationRotateCredentials asks for new client credentials: any new value
+// rotates them once.
+const AnnotationRotateCredentials = AnnotationPrefix + "rotate-credentials"
+
+// OdaflowAnnotations returns the annotations odaflow acts on, without the
+// observed-hash bookkeeping.
+func OdaflowAnnotations(all map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range all {
+		if strings.HasPrefix(k, AnnotationPrefix) && k != AnnotationObservedHash {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // FieldManager is the server-side-apply field manager of odaflow's writes.
 const FieldManager = "odaflow"
 

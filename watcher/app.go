@@ -30,8 +30,13 @@ import (
 // are already running keep the limit they started with.
 const HistoryLimit = 2000
 
+// LifecycleOptions are the watcher's settings that workflows start with.
+type LifecycleOptions struct {
+	IdentityCheckInterval time.Duration
+}
+
 // DefaultLifecycles are the kinds that have their own workflow.
-func DefaultLifecycles() map[string]Lifecycle {
+func DefaultLifecycles(opts LifecycleOptions) map[string]Lifecycle {
 	return map[string]Lifecycle{
 		oda.KindComponent.Name: {
 			Workflow: workflows.ComponentWorkflow,
@@ -43,6 +48,18 @@ func DefaultLifecycles() map[string]Lifecycle {
 			Workflow: workflows.ExposedAPIWorkflow,
 			Input: func(ns, name string) any {
 				return workflows.ExposedAPIInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
+			},
+		},
+		oda.KindIdentityConfig.Name: {
+			Workflow: workflows.IdentityConfigWorkflow,
+			Input: func(ns, name string) any {
+				return workflows.IdentityConfigInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit, CheckInterval: opts.IdentityCheckInterval}
+			},
+		},
+		oda.KindDependentAPI.Name: {
+			Workflow: workflows.DependentAPIWorkflow,
+			Input: func(ns, name string) any {
+				return workflows.DependentAPIInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
 			},
 		},
 	}
@@ -75,7 +92,7 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	health.Add("temporal", runtime.TemporalCheck(temporal))
 	newWatcher := func() *Watcher {
 		return New(Config{
-			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(),
+			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 	}

@@ -95,14 +95,15 @@ func ResourceEventOf(obj *unstructured.Unstructured) workflows.ResourceEvent {
 	spec, _ := obj.Object["spec"].(map[string]any)
 	status, _ := obj.Object["status"].(map[string]any)
 	return workflows.ResourceEvent{
-		UID:        string(obj.GetUID()),
-		Generation: obj.GetGeneration(),
-		Hash:       DesiredStateHash(obj),
-		Labels:     obj.GetLabels(),
-		Spec:       spec,
-		Status:     status,
-		Finalizers: obj.GetFinalizers(),
-		Deleting:   obj.GetDeletionTimestamp() != nil,
+		UID:         string(obj.GetUID()),
+		Generation:  obj.GetGeneration(),
+		Hash:        DesiredStateHash(obj),
+		Labels:      obj.GetLabels(),
+		Annotations: oda.OdaflowAnnotations(obj.GetAnnotations()),
+		Spec:        spec,
+		Status:      status,
+		Finalizers:  obj.GetFinalizers(),
+		Deleting:    obj.GetDeletionTimestamp() != nil,
 	}
 }
 

@@ -80,10 +80,12 @@ type Watcher struct {
 	ingressF     informers.SharedInformerFactory
 	listers      map[string]cache.GenericLister
 	exposedIndex cache.Indexer
-	adopt        *adoption
-	sliceLister  discoverylisters.EndpointSliceLister
-	svcLister    corelisters.ServiceLister
-	queue        workqueue.TypedRateLimitingInterface[key]
+	// dependentIndex finds the DependentAPIs waiting for a specification.
+	dependentIndex cache.Indexer
+	adopt          *adoption
+	sliceLister    discoverylisters.EndpointSliceLister
+	svcLister      corelisters.ServiceLister
+	queue          workqueue.TypedRateLimitingInterface[key]
 
 	mu sync.Mutex
 	// sent remembers what was last signalled per resource (own workflow) or
@@ -139,7 +141,12 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 		w.listers[kind.Name] = inf.Lister()
 		if kind == oda.KindExposedAPI {
 			_ = inf.Informer().AddIndexers(exposedAPIIndexers())
+			_ = inf.Informer().AddIndexers(specURLIndexers())
 			w.exposedIndex = inf.Informer().GetIndexer()
+		}
+		if kind == oda.KindDependentAPI {
+			_ = inf.Informer().AddIndexers(specURLIndexers())
+			w.dependentIndex = inf.Informer().GetIndexer()
 		}
 		_, _ = inf.Informer().AddEventHandler(w.handler(kind.Name))
 	}
@@ -253,6 +260,8 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 					w.enqueuePathSiblings(u, oldPath)
 				}
 			}
+			// A provider came, went or changed its url or readiness.
+			w.enqueueDependants(u, old)
 		}
 		if kind == oda.KindComponent.Name && w.adopt != nil && !deleted {
 			// Workloads created before their Component were waiting for it.
@@ -398,6 +407,14 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		}
 		ev.Exposure = exp
 		ev.Hash = hashWith(ev.Hash, exp)
+	}
+	if k.Kind == oda.KindDependentAPI.Name {
+		dep, err := w.dependencyOf(obj)
+		if err != nil {
+			return err
+		}
+		ev.Dependency = dep
+		ev.Hash = hashWith(ev.Hash, dep)
 	}
 	w.mu.Lock()
 	last, seen := w.sent[k]

@@ -216,7 +216,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 		o.workers = 1 // one worker handles keys in order, which the negative checks rely on
 	}
 	if o.lifecycles == nil {
-		o.lifecycles = DefaultLifecycles()
+		o.lifecycles = DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: 10 * time.Minute})
 	}
 	sig := newFakeSignaller()
 	sig.fail = o.fail

@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -25,10 +27,21 @@ import (
 
 // Register puts every odaflow workflow and activity on w. Tests and the
 // replayer use the same function, so what they run is what production runs.
-func Register(w worker.Registry, kube *activities.Kube, exposure *activities.Exposure) {
+func Register(w worker.Registry, acts Activities) {
 	workflows.Register(w)
-	w.RegisterActivity(kube)
-	w.RegisterActivity(exposure)
+	w.RegisterActivity(acts.Kube)
+	w.RegisterActivity(acts.Exposure)
+	w.RegisterActivity(acts.Inventory)
+	w.RegisterActivity(acts.Identity)
+}
+
+// Activities are every activity implementation the worker serves.
+type Activities struct {
+	fx.In
+	Kube      *activities.Kube
+	Exposure  *activities.Exposure
+	Inventory *activities.ServiceInventory
+	Identity  *activities.Identity
 }
 
 // GatewayConfig maps the worker's flags onto the gateway rules.
@@ -48,14 +61,31 @@ func New(cfg config.Worker) *fx.App {
 		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
 			return activities.NewKube(dyn, core, log.With("component", "activities"))
 		}),
-		fx.Provide(func(kube *activities.Kube) *activities.Exposure {
-			return &activities.Exposure{Kube: kube, Config: GatewayConfig(cfg)}
+		fx.Provide(func(kube *activities.Kube) (*activities.Exposure, error) {
+			var kong *activities.KongAdmin
+			if cfg.Gateway == gateway.GatewayKongAdmin {
+				var err error
+				if kong, err = activities.NewKongAdmin(cfg.KongAdminURL, cfg.KongAdminTokenFile, nil); err != nil {
+					return nil, fmt.Errorf("kong-admin gateway: %w", err)
+				}
+			}
+			return &activities.Exposure{Kube: kube, Config: GatewayConfig(cfg), Kong: kong}, nil
+		}),
+		fx.Provide(func(kube *activities.Kube) *activities.ServiceInventory {
+			return &activities.ServiceInventory{URL: cfg.ServiceInventoryURL, HTTP: &http.Client{Timeout: 15 * time.Second}, Kube: kube}
+		}),
+		fx.Provide(func(kube *activities.Kube, log *slog.Logger) *activities.Identity {
+			ns, name, _ := strings.Cut(cfg.Keycloak.AdminSecret, "/")
+			return activities.NewIdentity(kube, activities.KeycloakConfig{
+				URL: cfg.Keycloak.URL, Realm: cfg.Keycloak.Realm, AdminRealm: cfg.Keycloak.AdminRealm,
+				AdminSecretNamespace: ns, AdminSecretName: name, Timeout: cfg.Keycloak.Timeout,
+			}, log.With("component", "identity"))
 		}),
 		fx.Invoke(run),
 	)
 }
 
-func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.Kube, exposure *activities.Exposure, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
+func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
 	w := worker.New(cl, cfg.TaskQueue, worker.Options{
 		// Let activities finish (they are short apiserver calls) before the
 		// process exits on SIGTERM.
@@ -65,7 +95,7 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, kube *activities.
 		MaxConcurrentWorkflowTaskPollers: 8,
 		MaxConcurrentActivityTaskPollers: 4,
 	})
-	Register(w, kube, exposure)
+	Register(w, acts)
 	health.Add("temporal", runtime.TemporalCheck(cl))
 	health.Add("kubernetes", runtime.KubeCheck(core))
 	ctx, cancel := context.WithCancel(context.Background())

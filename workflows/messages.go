@@ -6,6 +6,7 @@ package workflows
 import (
 	"time"
 
+	"github.com/odaflow/odaflow/dependency"
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/oda"
 
@@ -40,7 +41,10 @@ type ResourceEvent struct {
 	// and finalizers), computed by the watcher; equal hashes need no work.
 	Hash   string            `json:"hash"`
 	Labels map[string]string `json:"labels,omitempty"`
-	Spec   map[string]any    `json:"spec,omitempty"`
+	// Annotations are only odaflow's own (oda.AnnotationPrefix): the
+	// explicit requests a user makes, such as skip-cleanup.
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Spec        map[string]any    `json:"spec,omitempty"`
 	// Status is the object's status as last seen. A new workflow run reads
 	// the children an earlier run (or the Python Canvas) recorded there.
 	Status     map[string]any `json:"status,omitempty"`
@@ -53,6 +57,16 @@ type ResourceEvent struct {
 	// around it, read by the watcher from its caches so that the workflow
 	// makes no list calls.
 	Exposure *Exposure `json:"exposure,omitempty"`
+	// Dependency is what a DependentAPI's workflow needs, read the same way.
+	Dependency *Dependency `json:"dependency,omitempty"`
+}
+
+// Dependency is the cluster state a DependentAPI depends on: the
+// ExposedAPIs in watched namespaces that serve its specification URL
+// (found through the watcher's index on specification URL), ready or not.
+// The workflow chooses among them with dependency.Match.
+type Dependency struct {
+	Providers []dependency.Provider `json:"providers,omitempty"`
 }
 
 // Exposure is the cluster state an ExposedAPI depends on.

@@ -6,4 +6,6 @@ import "go.temporal.io/sdk/worker"
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(ComponentWorkflow)
 	r.RegisterWorkflow(ExposedAPIWorkflow)
+	r.RegisterWorkflow(DependentAPIWorkflow)
+	r.RegisterWorkflow(IdentityConfigWorkflow)
 }

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Common is shared by every odaflow process.
@@ -44,6 +46,26 @@ type Worker struct {
 	Gateway        string
 	IstioGateway   string
 	PublicHostname string
+	// ServiceInventoryURL is the TMF638 API base where resolved
+	// dependencies are recorded ("" = do not record).
+	ServiceInventoryURL string
+	// KongAdminURL and KongAdminTokenFile reach Kong's Admin API for the
+	// kong-admin gateway; the token is read from a file (a mounted Secret).
+	KongAdminURL       string
+	KongAdminTokenFile string
+	// Keycloak is the identity platform of IdentityConfigs.
+	Keycloak Keycloak
+}
+
+// Keycloak locates the identity platform and its admin credentials.
+type Keycloak struct {
+	URL        string
+	Realm      string
+	AdminRealm string
+	// AdminSecret is "<namespace>/<name>" of a Secret with keys username
+	// and password, read by the activities when they need a token.
+	AdminSecret string
+	Timeout     time.Duration
 }
 
 // Watcher configures `odaflow watcher`.
@@ -53,6 +75,9 @@ type Watcher struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	Identity                string
+	// IdentityCheckInterval is how often each IdentityConfig's workflow
+	// compares Keycloak with the spec and repairs drift.
+	IdentityCheckInterval time.Duration
 }
 
 func env(name, def string) string {
@@ -160,6 +185,20 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&w.Gateway, "gateway", env("ODAFLOW_GATEWAY", "istio"), "API gateway: istio, kong, kong-admin or apisix (env ODAFLOW_GATEWAY)")
 	fs.StringVar(&w.IstioGateway, "istio-gateway", env("ODAFLOW_ISTIO_GATEWAY", "components/component-gateway"), "Istio Gateway the VirtualServices bind to (env ODAFLOW_ISTIO_GATEWAY)")
 	fs.StringVar(&w.PublicHostname, "public-hostname", env("ODAFLOW_PUBLIC_HOSTNAME", ""), "public host name of the gateway; overrides the load-balancer address (env ODAFLOW_PUBLIC_HOSTNAME)")
+	fs.StringVar(&w.KongAdminURL, "kong-admin-url", env("ODAFLOW_KONG_ADMIN_URL", ""),
+		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001 (env ODAFLOW_KONG_ADMIN_URL)")
+	fs.StringVar(&w.KongAdminTokenFile, "kong-admin-token-file", env("ODAFLOW_KONG_ADMIN_TOKEN_FILE", ""),
+		"file holding the Kong Admin API token (a mounted Secret), re-read on every request; empty sends none (env ODAFLOW_KONG_ADMIN_TOKEN_FILE)")
+	fs.StringVar(&w.Keycloak.URL, "keycloak-url", env("ODAFLOW_KEYCLOAK_URL", ""),
+		"Keycloak base URL (with /auth for Keycloak before 17); empty leaves IdentityConfigs Failed with the reason (env ODAFLOW_KEYCLOAK_URL)")
+	fs.StringVar(&w.Keycloak.Realm, "keycloak-realm", env("ODAFLOW_KEYCLOAK_REALM", "odari"), "realm of the component clients (env ODAFLOW_KEYCLOAK_REALM)")
+	fs.StringVar(&w.Keycloak.AdminRealm, "keycloak-admin-realm", env("ODAFLOW_KEYCLOAK_ADMIN_REALM", "master"), "realm the admin user logs in to (env ODAFLOW_KEYCLOAK_ADMIN_REALM)")
+	fs.StringVar(&w.Keycloak.AdminSecret, "keycloak-admin-secret", env("ODAFLOW_KEYCLOAK_ADMIN_SECRET", ""),
+		"namespace/name of the Secret holding the Keycloak admin username and password (env ODAFLOW_KEYCLOAK_ADMIN_SECRET)")
+	kcTimeout, _ := time.ParseDuration(env("ODAFLOW_KEYCLOAK_TIMEOUT", "20s"))
+	fs.DurationVar(&w.Keycloak.Timeout, "keycloak-timeout", kcTimeout, "timeout of one Keycloak request (env ODAFLOW_KEYCLOAK_TIMEOUT)")
+	fs.StringVar(&w.ServiceInventoryURL, "service-inventory-url", env("ODAFLOW_SERVICE_INVENTORY_URL", ""),
+		"TMF638 Service Inventory (Canvas Info) API base, up to /service, where resolved dependencies are recorded; empty records nothing (env ODAFLOW_SERVICE_INVENTORY_URL)")
 }
 
 // Validate checks the worker's configuration.
@@ -171,6 +210,24 @@ func (w Worker) Validate() error {
 	}
 	if !ok {
 		errs = append(errs, fmt.Errorf("--gateway %q must be one of %s", w.Gateway, strings.Join(Gateways, ", ")))
+	}
+	if w.Gateway == "kong-admin" {
+		if parsed, err := url.Parse(w.KongAdminURL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("--gateway=kong-admin needs --kong-admin-url as an http(s) URL, got %q", w.KongAdminURL))
+		}
+	}
+	if w.Keycloak.URL != "" {
+		if parsed, err := url.Parse(w.Keycloak.URL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("--keycloak-url %q must be an http(s) URL", w.Keycloak.URL))
+		}
+		if ns, name, ok := strings.Cut(w.Keycloak.AdminSecret, "/"); !ok || ns == "" || name == "" {
+			errs = append(errs, fmt.Errorf("--keycloak-url needs --keycloak-admin-secret as namespace/name, got %q", w.Keycloak.AdminSecret))
+		}
+	}
+	if u := w.ServiceInventoryURL; u != "" {
+		if parsed, err := url.Parse(u); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("--service-inventory-url %q must be an http(s) URL", u))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -184,6 +241,8 @@ func (w *Watcher) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&w.LeaderElectionID, "leader-election-id", env("ODAFLOW_LEADER_ELECTION_ID", "odaflow-watcher"), "name of the Lease")
 	host, _ := os.Hostname()
 	fs.StringVar(&w.Identity, "identity", env("POD_NAME", host), "this replica's identity in the Lease (env POD_NAME)")
+	check, _ := time.ParseDuration(env("ODAFLOW_IDENTITY_CHECK_INTERVAL", "10m"))
+	fs.DurationVar(&w.IdentityCheckInterval, "identity-check-interval", check, "how often Keycloak is checked against each IdentityConfig and drift repaired (env ODAFLOW_IDENTITY_CHECK_INTERVAL)")
 }
 
 // Validate checks the watcher's configuration.
@@ -191,6 +250,9 @@ func (w Watcher) Validate() error {
 	errs := []error{w.Common.Validate()}
 	if w.LeaderElect && (w.LeaderElectionNamespace == "" || w.LeaderElectionID == "" || w.Identity == "") {
 		errs = append(errs, errors.New("leader election needs --leader-election-namespace, --leader-election-id and --identity"))
+	}
+	if w.IdentityCheckInterval < time.Minute {
+		errs = append(errs, fmt.Errorf("--identity-check-interval %s must be at least 1m: each check calls Keycloak for every component", w.IdentityCheckInterval))
 	}
 	return errors.Join(errs...)
 }

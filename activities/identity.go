@@ -1,0 +1,492 @@
+package activities
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+	"go.temporal.io/sdk/temporal"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	"github.com/odaflow/odaflow/identity"
+	"github.com/odaflow/odaflow/oda"
+)
+
+// Error types of the identity activities; the workflow's Keycloak retry
+// policy lists the non-retryable ones.
+const (
+	// ErrTypeKeycloakUnauthorized: Keycloak refused the admin credentials.
+	// Retrying with the same Secret cannot help, and hammering the token
+	// endpoint with a wrong password can lock the admin account (brute
+	// force detection), so it never retries within the activity.
+	ErrTypeKeycloakUnauthorized = "KeycloakUnauthorized"
+	// ErrTypeKeycloakMisconfigured: the realm, the canvassystem client or
+	// the admin Secret is missing, or the admin lacks permissions.
+	ErrTypeKeycloakMisconfigured = "KeycloakMisconfigured"
+	// ErrTypeKeycloakRejected: Keycloak refused a request for its content.
+	ErrTypeKeycloakRejected = "KeycloakRejected"
+	// ErrTypeKeycloakUnavailable: Keycloak is down, unreachable or answered
+	// 5xx; retryable.
+	ErrTypeKeycloakUnavailable = "KeycloakUnavailable"
+)
+
+// AnnotationRotatedFor, on a credentials Secret, records the value of the
+// IdentityConfig's rotate-credentials annotation that the current secret
+// answers, so a retried or repeated activity rotates only once per request.
+const AnnotationRotatedFor = oda.AnnotationPrefix + "rotated-for"
+
+// KeycloakConfig says where Keycloak is and where its admin credentials
+// are. The credentials themselves are read from the Secret inside each
+// activity, so they never enter workflow inputs, results or history.
+type KeycloakConfig struct {
+	// URL is Keycloak's base URL (with /auth for Keycloak before 17 or a
+	// legacy http-relative-path, as the Canvas's KEYCLOAK_BASE).
+	URL string
+	// Realm is where component clients live (the Canvas's `odari`).
+	Realm string
+	// AdminRealm is where the admin user logs in (default `master`).
+	AdminRealm string
+	// AdminSecretNamespace/AdminSecretName hold keys `username` and
+	// `password`.
+	AdminSecretNamespace string
+	AdminSecretName      string
+	// Timeout bounds each HTTP request (default 20 s).
+	Timeout time.Duration
+}
+
+// Identity runs the identity step against Keycloak.
+type Identity struct {
+	Kube   *Kube
+	Config KeycloakConfig
+	Log    *slog.Logger
+}
+
+// NewIdentity builds the identity activities.
+func NewIdentity(kube *Kube, cfg KeycloakConfig, log *slog.Logger) *Identity {
+	return &Identity{Kube: kube, Config: cfg, Log: log}
+}
+
+// EnsureIdentityInput is one IdentityConfig's desired Keycloak state.
+type EnsureIdentityInput struct {
+	Ref     oda.Ref          `json:"ref"`
+	Desired identity.Desired `json:"desired"`
+	// PreviousRoles are the roles the last successful run declared; they
+	// are deleted when no longer declared even without odaflow's marker.
+	PreviousRoles []string `json:"previousRoles,omitempty"`
+}
+
+// EnsureIdentityResult says what had to change (nothing, on a run that
+// found Keycloak as desired).
+type EnsureIdentityResult struct {
+	ClientUUID         string   `json:"clientUuid"`
+	ClientCreated      bool     `json:"clientCreated,omitempty"`
+	RolesCreated       []string `json:"rolesCreated,omitempty"`
+	RolesDeleted       []string `json:"rolesDeleted,omitempty"`
+	CanvasRoleCreated  bool     `json:"canvasRoleCreated,omitempty"`
+	CanvasMappingAdded bool     `json:"canvasMappingAdded,omitempty"`
+}
+
+// Changed is true when the run had to repair or create something.
+func (r EnsureIdentityResult) Changed() bool {
+	return r.ClientCreated || len(r.RolesCreated) > 0 || len(r.RolesDeleted) > 0 || r.CanvasRoleCreated || r.CanvasMappingAdded
+}
+
+// EnsureIdentity makes Keycloak match one IdentityConfig (§2.3 steps 2-6,
+// §5.3.2 and §5.3.4): the component client exists with service accounts;
+// the canvasSystemRole and every componentRole exist on it; a role with the
+// canvasSystemRole's name exists on the canvassystem client (what the BDD
+// test checks); the canvassystem service account is really granted the
+// component's canvasSystemRole; roles odaflow created that are no longer
+// declared are deleted. Every step reads before it writes, so a run against
+// a Keycloak already in the desired state makes no writes.
+func (a *Identity) EnsureIdentity(ctx context.Context, in EnsureIdentityInput) (EnsureIdentityResult, error) {
+	var res EnsureIdentityResult
+	kc, token, err := a.login(ctx)
+	if err != nil {
+		return res, err
+	}
+	realm := a.Config.Realm
+	d := in.Desired
+	c, err := a.findClient(ctx, kc, token, d.ClientID)
+	if err != nil {
+		return res, err
+	}
+	if c == nil {
+		_, err := kc.CreateClient(ctx, token, realm, gocloak.Client{
+			ClientID:               gocloak.StringP(d.ClientID),
+			ServiceAccountsEnabled: gocloak.BoolP(true),
+			PublicClient:           gocloak.BoolP(false),
+			Attributes:             &map[string]string{identity.ManagedAttribute: "true"},
+		})
+		// 409: another run created it meanwhile; find it below.
+		if err != nil && codeOf(err) != http.StatusConflict {
+			return res, a.keycloakError("create client "+d.ClientID, err)
+		}
+		res.ClientCreated = err == nil
+		if c, err = a.findClient(ctx, kc, token, d.ClientID); err != nil {
+			return res, err
+		}
+		if c == nil {
+			return res, temporal.NewApplicationError(fmt.Sprintf("Keycloak client %s was created but is not listed", d.ClientID), ErrTypeKeycloakUnavailable)
+		}
+	}
+	res.ClientUUID = *c.ID
+
+	existing, err := a.clientRoles(ctx, kc, token, *c.ID)
+	if err != nil {
+		return res, err
+	}
+	diff := identity.DiffRoles(d.Roles, existing, in.PreviousRoles)
+	for _, r := range diff.Create {
+		role := gocloak.Role{Name: gocloak.StringP(r.Name), Attributes: &map[string][]string{identity.ManagedAttribute: {identity.ManagedValue}}}
+		if r.Description != "" {
+			role.Description = gocloak.StringP(r.Description)
+		}
+		_, err := kc.CreateClientRole(ctx, token, realm, *c.ID, role)
+		if err != nil && codeOf(err) != http.StatusConflict {
+			return res, a.keycloakError(fmt.Sprintf("create role %s on client %s", r.Name, d.ClientID), err)
+		}
+		res.RolesCreated = append(res.RolesCreated, r.Name)
+	}
+	for _, name := range diff.Delete {
+		err := kc.DeleteClientRole(ctx, token, realm, *c.ID, name)
+		if err != nil && codeOf(err) != http.StatusNotFound {
+			return res, a.keycloakError(fmt.Sprintf("delete role %s from client %s", name, d.ClientID), err)
+		}
+		res.RolesDeleted = append(res.RolesDeleted, name)
+	}
+
+	canvas, err := a.findClient(ctx, kc, token, identity.CanvasSystemClient)
+	if err != nil {
+		return res, err
+	}
+	if canvas == nil {
+		return res, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Keycloak realm %s has no %s client: install the Canvas's Keycloak prerequisites", realm, identity.CanvasSystemClient), ErrTypeKeycloakMisconfigured, nil)
+	}
+	if _, err := kc.GetClientRole(ctx, token, realm, *canvas.ID, d.CanvasSystemRole); codeOf(err) == http.StatusNotFound {
+		_, err := kc.CreateClientRole(ctx, token, realm, *canvas.ID, gocloak.Role{Name: gocloak.StringP(d.CanvasSystemRole)})
+		if err != nil && codeOf(err) != http.StatusConflict {
+			return res, a.keycloakError(fmt.Sprintf("create role %s on client %s", d.CanvasSystemRole, identity.CanvasSystemClient), err)
+		}
+		res.CanvasRoleCreated = err == nil
+	} else if err != nil {
+		return res, a.keycloakError("read role "+d.CanvasSystemRole+" of client "+identity.CanvasSystemClient, err)
+	}
+
+	added, err := a.grantCanvasRole(ctx, kc, token, *canvas.ID, *c.ID, d)
+	if err != nil {
+		return res, err
+	}
+	res.CanvasMappingAdded = added
+	return res, nil
+}
+
+// grantCanvasRole maps the component client's canvasSystemRole to the
+// canvassystem service-account user, the real grant the Python operator
+// never made (§5.3.2).
+func (a *Identity) grantCanvasRole(ctx context.Context, kc *gocloak.GoCloak, token, canvasID, clientID string, d identity.Desired) (bool, error) {
+	realm := a.Config.Realm
+	sa, err := kc.GetClientServiceAccount(ctx, token, realm, canvasID)
+	if err != nil {
+		if codeOf(err) == http.StatusBadRequest {
+			return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the %s client has no service account: enable service accounts on it", identity.CanvasSystemClient), ErrTypeKeycloakMisconfigured, nil)
+		}
+		return false, a.keycloakError("read the "+identity.CanvasSystemClient+" service account", err)
+	}
+	mapped, err := kc.GetClientRolesByUserID(ctx, token, realm, clientID, *sa.ID)
+	if err != nil {
+		return false, a.keycloakError("read role mappings of "+gocloak.PString(sa.Username), err)
+	}
+	for _, r := range mapped {
+		if gocloak.PString(r.Name) == d.CanvasSystemRole {
+			return false, nil
+		}
+	}
+	role, err := kc.GetClientRole(ctx, token, realm, clientID, d.CanvasSystemRole)
+	if err != nil {
+		return false, a.keycloakError(fmt.Sprintf("read role %s of client %s", d.CanvasSystemRole, d.ClientID), err)
+	}
+	if err := kc.AddClientRolesToUser(ctx, token, realm, clientID, *sa.ID, []gocloak.Role{*role}); err != nil {
+		return false, a.keycloakError(fmt.Sprintf("grant role %s of client %s to %s", d.CanvasSystemRole, d.ClientID, gocloak.PString(sa.Username)), err)
+	}
+	return true, nil
+}
+
+// EnsureCredentialsInput names the IdentityConfig whose client credentials
+// go to its Secret.
+type EnsureCredentialsInput struct {
+	Ref      oda.Ref `json:"ref"`
+	UID      string  `json:"uid"`
+	ClientID string  `json:"clientId"`
+	// Rotate is the rotate-credentials annotation's value ("" for none).
+	Rotate string `json:"rotate,omitempty"`
+}
+
+// EnsureCredentialsResult says what happened, never the secret itself.
+type EnsureCredentialsResult struct {
+	SecretName string `json:"secretName"`
+	Written    bool   `json:"written,omitempty"`
+	Rotated    bool   `json:"rotated,omitempty"`
+}
+
+// EnsureCredentials keeps the Secret `<identityconfig>-secret` (keys
+// client_id and client_secret, owned by the IdentityConfig) equal to the
+// client's credentials in Keycloak (§2.4, fixing §5.3.7: it updates rather
+// than fails on an existing Secret, and rotates on request). A rotation
+// regenerates the secret in Keycloak, then updates the Secret in place, so
+// pods that mount it see the new value without a restart; the rotated-for
+// annotation makes a repeated run rotate only once per request.
+func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsInput) (EnsureCredentialsResult, error) {
+	res := EnsureCredentialsResult{SecretName: identity.SecretName(in.Ref.Name)}
+	kc, token, err := a.login(ctx)
+	if err != nil {
+		return res, err
+	}
+	c, err := a.findClient(ctx, kc, token, in.ClientID)
+	if err != nil {
+		return res, err
+	}
+	if c == nil {
+		return res, temporal.NewApplicationError("Keycloak client "+in.ClientID+" does not exist yet", ErrTypeKeycloakUnavailable)
+	}
+	secrets := a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace)
+	current, err := secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		current, err = nil, nil
+	}
+	if err != nil {
+		return res, kubeError("read Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+	}
+	handled := ""
+	if current != nil {
+		handled = current.Annotations[AnnotationRotatedFor]
+	}
+	var cred *gocloak.CredentialRepresentation
+	if identity.RotationNeeded(in.Rotate, handled) {
+		cred, err = kc.RegenerateClientSecret(ctx, token, a.Config.Realm, *c.ID)
+		if err != nil {
+			return res, a.keycloakError("regenerate the secret of client "+in.ClientID, err)
+		}
+		res.Rotated = true
+	} else if cred, err = kc.GetClientSecret(ctx, token, a.Config.Realm, *c.ID); err != nil {
+		return res, a.keycloakError("read the secret of client "+in.ClientID, err)
+	}
+	value := gocloak.PString(cred.Value)
+	if value == "" {
+		return res, temporal.NewNonRetryableApplicationError("Keycloak returned no secret for client "+in.ClientID+" (is it a public client?)", ErrTypeKeycloakRejected, nil)
+	}
+	rotatedFor := handled
+	if res.Rotated {
+		rotatedFor = in.Rotate
+	}
+	if current != nil && string(current.Data["client_id"]) == in.ClientID &&
+		subtle.ConstantTimeCompare(current.Data["client_secret"], []byte(value)) == 1 &&
+		rotatedFor == handled && ownedBy(current.OwnerReferences, in.UID) {
+		return res, nil
+	}
+	ac := corev1ac.Secret(res.SecretName, in.Ref.Namespace).
+		WithLabels(map[string]string{oda.LabelComponentName: in.Ref.Name}).
+		WithOwnerReferences(metav1ac.OwnerReference().
+			WithAPIVersion(oda.APIVersion).WithKind(oda.KindIdentityConfig.Name).
+			WithName(in.Ref.Name).WithUID(types.UID(in.UID)).
+			WithController(true).WithBlockOwnerDeletion(true)).
+		WithType("Opaque").
+		WithData(map[string][]byte{"client_id": []byte(in.ClientID), "client_secret": []byte(value)})
+	if rotatedFor != "" {
+		ac.WithAnnotations(map[string]string{AnnotationRotatedFor: rotatedFor})
+	}
+	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true}); err != nil {
+		// The apiserver's error names the object, never the data.
+		return res, kubeError("write Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+	}
+	res.Written = true
+	return res, nil
+}
+
+func ownedBy(refs []metav1.OwnerReference, uid string) bool {
+	for _, r := range refs {
+		if string(r.UID) == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// DeleteIdentityInput names the IdentityConfig being deleted.
+type DeleteIdentityInput struct {
+	Ref      oda.Ref `json:"ref"`
+	ClientID string  `json:"clientId"`
+}
+
+// DeleteIdentityResult says what was still there.
+type DeleteIdentityResult struct {
+	ClientDeleted bool `json:"clientDeleted,omitempty"`
+	SecretDeleted bool `json:"secretDeleted,omitempty"`
+}
+
+// DeleteIdentity deletes the component client (with its roles and their
+// mappings) and the credentials Secret; both may already be gone. The
+// same-named role on the canvassystem client stays: other components with
+// the same canvasSystemRole share it.
+func (a *Identity) DeleteIdentity(ctx context.Context, in DeleteIdentityInput) (DeleteIdentityResult, error) {
+	var res DeleteIdentityResult
+	kc, token, err := a.login(ctx)
+	if err != nil {
+		return res, err
+	}
+	c, err := a.findClient(ctx, kc, token, in.ClientID)
+	if err != nil {
+		return res, err
+	}
+	if c != nil {
+		err := kc.DeleteClient(ctx, token, a.Config.Realm, *c.ID)
+		if err != nil && codeOf(err) != http.StatusNotFound {
+			return res, a.keycloakError("delete client "+in.ClientID, err)
+		}
+		res.ClientDeleted = err == nil
+	}
+	err = a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace).Delete(ctx, identity.SecretName(in.Ref.Name), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return res, kubeError("delete Secret "+in.Ref.Namespace+"/"+identity.SecretName(in.Ref.Name), err)
+	}
+	res.SecretDeleted = err == nil
+	return res, nil
+}
+
+// login reads the admin credentials from their Secret and gets a token.
+// Neither leaves this function: errors name the Secret, never its data.
+func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) {
+	cfg := a.Config
+	if cfg.URL == "" {
+		return nil, "", temporal.NewNonRetryableApplicationError("no identity platform is configured: start the worker with --keycloak-url and --keycloak-admin-secret", ErrTypeKeycloakMisconfigured, nil)
+	}
+	ref := cfg.AdminSecretNamespace + "/" + cfg.AdminSecretName
+	s, err := a.Kube.Core.CoreV1().Secrets(cfg.AdminSecretNamespace).Get(ctx, cfg.AdminSecretName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", temporal.NewNonRetryableApplicationError("the Keycloak admin Secret "+ref+" does not exist", ErrTypeKeycloakMisconfigured, nil)
+	}
+	if err != nil {
+		return nil, "", kubeError("read the Keycloak admin Secret "+ref, err)
+	}
+	user, pass := string(s.Data["username"]), string(s.Data["password"])
+	if user == "" || pass == "" {
+		return nil, "", temporal.NewNonRetryableApplicationError("the Keycloak admin Secret "+ref+" needs keys username and password", ErrTypeKeycloakMisconfigured, nil)
+	}
+	kc := gocloak.NewClient(cfg.URL)
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	kc.RestyClient().SetTimeout(timeout)
+	adminRealm := cfg.AdminRealm
+	if adminRealm == "" {
+		adminRealm = "master"
+	}
+	tok, err := kc.LoginAdmin(ctx, user, pass, adminRealm)
+	if err != nil {
+		if code := codeOf(err); code == http.StatusUnauthorized || code == http.StatusBadRequest {
+			return nil, "", temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("Keycloak at %s refused the admin credentials in Secret %s (realm %s): %s", cfg.URL, ref, adminRealm, messageOf(err)),
+				ErrTypeKeycloakUnauthorized, nil)
+		}
+		return nil, "", a.keycloakError("log in to realm "+adminRealm, err)
+	}
+	return kc, tok.AccessToken, nil
+}
+
+// findClient looks a client up by clientId. The clientId filter is an exact
+// match, but the lookup still pages: a Keycloak older than 12 ignores the
+// filter and returns every client, and the list must not be cut at the
+// server's default page size (§5.3.8).
+func (a *Identity) findClient(ctx context.Context, kc *gocloak.GoCloak, token, clientID string) (*gocloak.Client, error) {
+	const pageSize = 100
+	for first := 0; ; first += pageSize {
+		f, m := first, pageSize
+		page, err := kc.GetClients(ctx, token, a.Config.Realm, gocloak.GetClientsParams{ClientID: gocloak.StringP(clientID), First: &f, Max: &m})
+		if err != nil {
+			return nil, a.keycloakError("find client "+clientID, err)
+		}
+		for _, c := range page {
+			if gocloak.PString(c.ClientID) == clientID && c.ID != nil {
+				return c, nil
+			}
+		}
+		if len(page) < pageSize {
+			return nil, nil
+		}
+	}
+}
+
+// clientRoles lists every role of a client, page by page, with attributes
+// (briefRepresentation=false) to see odaflow's marker.
+func (a *Identity) clientRoles(ctx context.Context, kc *gocloak.GoCloak, token, id string) ([]identity.ExistingRole, error) {
+	const pageSize = 100
+	var out []identity.ExistingRole
+	for first := 0; ; first += pageSize {
+		f, m := first, pageSize
+		page, err := kc.GetClientRoles(ctx, token, a.Config.Realm, id, gocloak.GetRoleParams{First: &f, Max: &m, BriefRepresentation: gocloak.BoolP(false)})
+		if err != nil {
+			return nil, a.keycloakError("list roles of client "+id, err)
+		}
+		for _, r := range page {
+			er := identity.ExistingRole{Name: gocloak.PString(r.Name), Description: gocloak.PString(r.Description)}
+			if r.Attributes != nil {
+				for _, v := range (*r.Attributes)[identity.ManagedAttribute] {
+					er.Managed = er.Managed || v == identity.ManagedValue
+				}
+			}
+			out = append(out, er)
+		}
+		if len(page) < pageSize {
+			return out, nil
+		}
+	}
+}
+
+// keycloakError turns a gocloak error into a Temporal error: unreachable
+// or 5xx retries, a refusal for content or permissions does not.
+func (a *Identity) keycloakError(what string, err error) error {
+	code := codeOf(err)
+	msg := fmt.Sprintf("Keycloak at %s: %s: %s", a.Config.URL, what, messageOf(err))
+	switch {
+	case code == 0 || code >= 500 || code == http.StatusTooManyRequests:
+		return temporal.NewApplicationError(msg+" (Keycloak is unreachable or failing; retrying)", ErrTypeKeycloakUnavailable)
+	case code == http.StatusUnauthorized:
+		// The token was accepted moments ago: it expired or Keycloak
+		// restarted. A new attempt logs in again.
+		return temporal.NewApplicationError(msg, ErrTypeKeycloakUnavailable)
+	case code == http.StatusForbidden:
+		return temporal.NewNonRetryableApplicationError(msg+" (the admin user lacks permissions)", ErrTypeKeycloakMisconfigured, nil)
+	case code == http.StatusNotFound:
+		return temporal.NewNonRetryableApplicationError(msg+" (does realm "+a.Config.Realm+" exist?)", ErrTypeKeycloakMisconfigured, nil)
+	default:
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypeKeycloakRejected, nil)
+	}
+}
+
+func codeOf(err error) int {
+	var e *gocloak.APIError
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// messageOf is gocloak's message: the HTTP status and Keycloak's error
+// body, or the transport error (which names the URL, not the form data).
+func messageOf(err error) string {
+	var e *gocloak.APIError
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,163 @@
+// Package dependency holds the rules that resolve a DependentAPI to the
+// ExposedAPI that provides it (oda-behaviour §2.5), as pure functions.
+//
+// The matching rule, in order:
+//
+//  1. A provider is an ExposedAPI of apiType openapi whose specification URL
+//     equals the DependentAPI's (after trimming blanks; the v1beta3 string
+//     array and v1beta4 object array forms of specification are read too),
+//     that is ready (status.implementation.ready) and has a URL
+//     (status.apiStatus.url).
+//  2. A selector, when given, narrows the candidates: selector.namespace to
+//     that namespace, selector.releaseName to ExposedAPIs of a Component of
+//     that Helm release (the Component name, label
+//     oda.tmforum.org/componentName, is "<release>" or starts with
+//     "<release>-"). selector.zone is accepted and ignored: the Canvas has
+//     no zones.
+//  3. Among the candidates, one in the DependentAPI's own namespace wins;
+//     otherwise (and within a namespace) the first by namespace, then name,
+//     in byte order. The answer depends only on the candidates, never on
+//     the order the watcher saw them in.
+package dependency
+
+import (
+	"sort"
+	"strings"
+)
+
+// Provider is an ExposedAPI as the matcher sees it.
+type Provider struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Component is the owning Component's name (label
+	// oda.tmforum.org/componentName).
+	Component string   `json:"component,omitempty"`
+	APIType   string   `json:"apiType"`
+	SpecURLs  []string `json:"specURLs,omitempty"`
+	Ready     bool     `json:"ready"`
+	URL       string   `json:"url,omitempty"`
+}
+
+// Key is "<namespace>/<name>".
+func (p Provider) Key() string { return p.Namespace + "/" + p.Name }
+
+// Selector narrows the providers a DependentAPI accepts.
+type Selector struct {
+	Namespace   string `json:"namespace,omitempty"`
+	ReleaseName string `json:"releaseName,omitempty"`
+	Zone        string `json:"zone,omitempty"`
+}
+
+// Request is a DependentAPI as the matcher sees it.
+type Request struct {
+	Namespace string   `json:"namespace"`
+	SpecURL   string   `json:"specURL"`
+	Selector  Selector `json:"selector"`
+}
+
+// Match returns the provider the request resolves to, if any.
+func Match(req Request, providers []Provider) (Provider, bool) {
+	want := NormalizeURL(req.SpecURL)
+	if want == "" {
+		return Provider{}, false
+	}
+	var candidates []Provider
+	for _, p := range providers {
+		if accepts(req, want, p) {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return Provider{}, false
+	}
+	sort.Slice(candidates, func(i, j int) bool {
+		a, b := candidates[i], candidates[j]
+		if (a.Namespace == req.Namespace) != (b.Namespace == req.Namespace) {
+			return a.Namespace == req.Namespace
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return candidates[0], true
+}
+
+func accepts(req Request, want string, p Provider) bool {
+	if p.APIType != "openapi" || !p.Ready || p.URL == "" {
+		return false
+	}
+	if s := req.Selector.Namespace; s != "" && p.Namespace != s {
+		return false
+	}
+	if r := req.Selector.ReleaseName; r != "" && p.Component != r && !strings.HasPrefix(p.Component, r+"-") {
+		return false
+	}
+	for _, u := range p.SpecURLs {
+		if NormalizeURL(u) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// NormalizeURL is the form specification URLs are compared in: exact, but
+// for surrounding blanks (hand-written manifests carry them).
+func NormalizeURL(u string) string { return strings.TrimSpace(u) }
+
+// SpecURLs reads the specification URLs of an ExposedAPI or DependentAPI
+// spec in every form the CRD versions used: an object {url} (v1), an array
+// of strings (v1beta3) or an array of objects with url (v1beta4).
+func SpecURLs(spec map[string]any) []string {
+	var out []string
+	add := func(v any) {
+		switch s := v.(type) {
+		case string:
+			if u := NormalizeURL(s); u != "" {
+				out = append(out, u)
+			}
+		case map[string]any:
+			if u, ok := s["url"].(string); ok && NormalizeURL(u) != "" {
+				out = append(out, NormalizeURL(u))
+			}
+		}
+	}
+	switch s := spec["specification"].(type) {
+	case []any:
+		for _, v := range s {
+			add(v)
+		}
+	default:
+		add(s)
+	}
+	return out
+}
+
+// RequestOf reads a DependentAPI spec. ok is false when it names no
+// specification URL: there is nothing to match on.
+func RequestOf(namespace string, spec map[string]any) (Request, bool) {
+	urls := SpecURLs(spec)
+	if len(urls) == 0 {
+		return Request{Namespace: namespace}, false
+	}
+	req := Request{Namespace: namespace, SpecURL: urls[0]}
+	if sel, ok := spec["selector"].(map[string]any); ok {
+		req.Selector.Namespace, _ = sel["namespace"].(string)
+		req.Selector.ReleaseName, _ = sel["releaseName"].(string)
+		req.Selector.Zone, _ = sel["zone"].(string)
+	}
+	return req, true
+}
+
+// ProviderOf reads an ExposedAPI's spec, status and component label.
+func ProviderOf(namespace, name, component string, spec, status map[string]any) Provider {
+	p := Provider{Namespace: namespace, Name: name, Component: component, SpecURLs: SpecURLs(spec)}
+	p.APIType, _ = spec["apiType"].(string)
+	if impl, ok := status["implementation"].(map[string]any); ok {
+		p.Ready, _ = impl["ready"].(bool)
+	}
+	if api, ok := status["apiStatus"].(map[string]any); ok {
+		p.URL, _ = api["url"].(string)
+	}
+	return p
+}

@@ -1,0 +1,138 @@
+package dependency
+
+import "testing"
+
+const catalogSpec = "https://raw.githubusercontent.com/tmforum-apis/TMF620_ProductCatalog/master/TMF620-ProductCatalog-v4.0.0.swagger.json"
+
+func provider(ns, name string, mods ...func(*Provider)) Provider {
+	p := Provider{Namespace: ns, Name: name, Component: "r-cat-productcatalogmanagement", APIType: "openapi",
+		SpecURLs: []string{catalogSpec}, Ready: true, URL: "https://10.0.0.1/" + ns + "/" + name}
+	for _, m := range mods {
+		m(&p)
+	}
+	return p
+}
+
+func TestMatch(t *testing.T) {
+	req := Request{Namespace: "components", SpecURL: catalogSpec}
+	tests := []struct {
+		name      string
+		req       Request
+		providers []Provider
+		want      string // namespace/name, "" for no match
+	}{
+		{"no providers", req, nil, ""},
+		{"one ready provider", req, []Provider{provider("other", "a")}, "other/a"},
+		{"not ready is no provider", req, []Provider{provider("components", "a", func(p *Provider) { p.Ready = false })}, ""},
+		{"ready without a url is no provider", req, []Provider{provider("components", "a", func(p *Provider) { p.URL = "" })}, ""},
+		{"other api types do not match", req, []Provider{provider("components", "a", func(p *Provider) { p.APIType = "prometheus" })}, ""},
+		{"another specification does not match", req, []Provider{provider("components", "a", func(p *Provider) { p.SpecURLs = []string{"https://example.com/other.json"} })}, ""},
+		{"blanks around the url are ignored", Request{Namespace: "components", SpecURL: " " + catalogSpec + "\n"}, []Provider{provider("x", "a")}, "x/a"},
+		{"any of several specification urls", req, []Provider{provider("x", "a", func(p *Provider) { p.SpecURLs = []string{"https://e/1", catalogSpec} })}, "x/a"},
+		{"own namespace first", req, []Provider{provider("aaa", "a"), provider("components", "z"), provider("b", "a")}, "components/z"},
+		{"then namespace order", req, []Provider{provider("zz", "a"), provider("bb", "z"), provider("bb", "c")}, "bb/c"},
+		{"order of input does not matter", req, []Provider{provider("bb", "c"), provider("bb", "z"), provider("zz", "a")}, "bb/c"},
+		{"selector namespace narrows", Request{Namespace: "components", SpecURL: catalogSpec, Selector: Selector{Namespace: "zz"}},
+			[]Provider{provider("components", "a"), provider("zz", "b")}, "zz/b"},
+		{"selector namespace with no match", Request{Namespace: "components", SpecURL: catalogSpec, Selector: Selector{Namespace: "nowhere"}},
+			[]Provider{provider("components", "a")}, ""},
+		{"selector release name matches the component prefix", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "r-cat"}},
+			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat-productcatalogmanagement" }), provider("c", "b")}, "c/b"},
+		{"release name is a whole prefix, not any prefix", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "r"}},
+			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "rx-cat" })}, ""},
+		{"release name equal to the component", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "r-cat-productcatalogmanagement"}},
+			[]Provider{provider("c", "a")}, "c/a"},
+		{"zone is ignored", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{Zone: "eu"}}, []Provider{provider("c", "a")}, "c/a"},
+		{"an empty request matches nothing", Request{Namespace: "c"}, []Provider{provider("c", "a", func(p *Provider) { p.SpecURLs = []string{""} })}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Match(tt.req, tt.providers)
+			if tt.want == "" {
+				if ok {
+					t.Fatalf("matched %s, want no match", got.Key())
+				}
+				return
+			}
+			if !ok || got.Key() != tt.want {
+				t.Fatalf("got %q (ok=%v), want %q", got.Key(), ok, tt.want)
+			}
+		})
+	}
+}
+
+func TestSpecURLsReadsEveryVersionsForm(t *testing.T) {
+	tests := []struct {
+		name string
+		spec map[string]any
+		want []string
+	}{
+		{"v1 object", map[string]any{"specification": map[string]any{"url": "u1", "version": "4"}}, []string{"u1"}},
+		{"v1beta3 strings", map[string]any{"specification": []any{"u1", " u2 "}}, []string{"u1", "u2"}},
+		{"v1beta4 objects", map[string]any{"specification": []any{map[string]any{"url": "u1"}, map[string]any{"url": "u2"}}}, []string{"u1", "u2"}},
+		{"null", map[string]any{"specification": nil}, nil},
+		{"missing", map[string]any{}, nil},
+		{"wrong type", map[string]any{"specification": int64(3)}, nil},
+		{"object without url", map[string]any{"specification": map[string]any{"version": "4"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SpecURLs(tt.spec)
+			if len(got) != len(tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("got %q, want %q", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestRequestOfAndProviderOf(t *testing.T) {
+	req, ok := RequestOf("ns", map[string]any{
+		"specification": map[string]any{"url": catalogSpec},
+		"selector":      map[string]any{"namespace": "prod", "releaseName": "r-cat", "zone": "z"},
+	})
+	if !ok || req.SpecURL != catalogSpec || req.Selector != (Selector{Namespace: "prod", ReleaseName: "r-cat", Zone: "z"}) || req.Namespace != "ns" {
+		t.Fatalf("RequestOf = %+v, %v", req, ok)
+	}
+	if _, ok := RequestOf("ns", map[string]any{"name": "x"}); ok {
+		t.Fatal("a DependentAPI without a specification url must not be matchable")
+	}
+	p := ProviderOf("ns", "api", "comp", map[string]any{"apiType": "openapi", "specification": []any{catalogSpec}},
+		map[string]any{"implementation": map[string]any{"ready": true}, "apiStatus": map[string]any{"url": "https://x/y"}})
+	if !p.Ready || p.URL != "https://x/y" || p.APIType != "openapi" || p.Component != "comp" || len(p.SpecURLs) != 1 {
+		t.Fatalf("ProviderOf = %+v", p)
+	}
+}
+
+func TestServiceBodyAndRecords(t *testing.T) {
+	reg := Registration{ComponentName: "f-cat", DependencyName: "downstreamproductcatalog", URL: "https://x/y", SpecURL: catalogSpec, Active: true}
+	body := ServiceBody(reg)
+	if body["state"] != "active" || body["serviceType"] != "API" || body["@type"] != "Service" {
+		t.Fatalf("body = %v", body)
+	}
+	for name, want := range map[string]string{CharComponentName: "f-cat", CharDependencyName: "downstreamproductcatalog", CharURL: "https://x/y", CharSpecification: catalogSpec} {
+		if got := Characteristic(body, name); got != want {
+			t.Errorf("characteristic %s = %q, want %q", name, got, want)
+		}
+	}
+	reg.Active = false
+	if ServiceBody(reg)["state"] != "inactive" {
+		t.Error("a lost provider must make the record inactive")
+	}
+	rec := func(id, comp, dep string) map[string]any {
+		s := ServiceBody(Registration{ComponentName: comp, DependencyName: dep})
+		s["id"] = id
+		return s
+	}
+	keep, dups := Records([]map[string]any{rec("b", "f-cat", "d"), rec("c", "f-cat", "other"), rec("a", "f-cat", "d"), rec("d", "g-cat", "d")}, "f-cat", "d")
+	if keep != "a" || len(dups) != 1 || dups[0] != "b" {
+		t.Fatalf("Records = %q, %q; want a, [b]", keep, dups)
+	}
+	if keep, dups := Records(nil, "f-cat", "d"); keep != "" || dups != nil {
+		t.Fatalf("Records(nil) = %q, %q", keep, dups)
+	}
+}

@@ -1,0 +1,253 @@
+// Package identity holds the Keycloak rules of the identity step
+// (oda-behaviour §2.3, §2.4, §5.3) as pure functions: which client and which
+// roles an IdentityConfig asks for, and what must change in Keycloak to get
+// there. The activities in package activities do the I/O.
+package identity
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Provider is the status value `status.identityConfig.identityProvider`.
+const Provider = "Keycloak"
+
+// CanvasSystemClient is the Keycloak client of the Canvas itself, a
+// prerequisite installed with Keycloak (§2.3, "Keycloak prerequisites").
+const CanvasSystemClient = "canvassystem"
+
+// ManagedAttribute marks, on a Keycloak role, that odaflow created it from a
+// declaration in the spec. Only roles carrying it are deleted when they are
+// no longer declared: roles the dynamic-role listener adds (partyRole,
+// permissionSpecificationSet) are not in the spec and must survive a
+// reconcile.
+const ManagedAttribute = "odaflow.oda.tmforum.org/managed"
+
+// ManagedValue is the value of ManagedAttribute on static roles.
+const ManagedValue = "static"
+
+// SecretName is the credentials Secret of an IdentityConfig (§2.4, CRED
+// step 3).
+func SecretName(identityConfig string) string { return identityConfig + "-secret" }
+
+// Role is one Keycloak client role.
+type Role struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+}
+
+// APIRef is a partyRoleAPI or permissionSpecificationSetAPI block.
+type APIRef struct {
+	Implementation string `json:"implementation"`
+	Path           string `json:"path"`
+	Port           int64  `json:"port"`
+}
+
+// Desired is the Keycloak state one IdentityConfig asks for.
+type Desired struct {
+	// ClientID is the Keycloak clientId: the IdentityConfig name, which is
+	// the Component name (§2.1.5, §2.3 step 2).
+	ClientID string `json:"clientId"`
+	// CanvasSystemRole is created on the component client, created under the
+	// same name on the canvassystem client (what BDD UC005-F001 checks) and
+	// granted to the canvassystem service account (§5.3.2).
+	CanvasSystemRole string `json:"canvasSystemRole"`
+	// Roles are every role the component client must carry, by name:
+	// the canvasSystemRole and each componentRole.
+	Roles []Role `json:"roles"`
+	// The listener registrations (§2.3 steps 7-8); nil when not declared.
+	PartyRoleAPI                  *APIRef `json:"partyRoleAPI,omitempty"`
+	PermissionSpecificationSetAPI *APIRef `json:"permissionSpecificationSetAPI,omitempty"`
+}
+
+// FromSpec works out the desired Keycloak state from an IdentityConfig's
+// name and spec. It reports every problem at once.
+func FromSpec(name string, spec map[string]any) (Desired, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	d := Desired{ClientID: name}
+	if name == "" {
+		bad("metadata.name is required")
+	}
+	role, ok := spec["canvasSystemRole"].(string)
+	switch {
+	case spec["canvasSystemRole"] == nil:
+		bad("spec.canvasSystemRole is required")
+	case !ok:
+		bad("spec.canvasSystemRole must be a string, got %T", spec["canvasSystemRole"])
+	case strings.TrimSpace(role) == "":
+		bad("spec.canvasSystemRole must not be empty")
+	default:
+		d.CanvasSystemRole = role
+	}
+	byName := map[string]Role{}
+	if d.CanvasSystemRole != "" {
+		byName[d.CanvasSystemRole] = Role{Name: d.CanvasSystemRole}
+	}
+	if raw, present := spec["componentRole"]; present && raw != nil {
+		list, ok := raw.([]any)
+		if !ok {
+			bad("spec.componentRole must be a list, got %T", raw)
+		}
+		for i, item := range list {
+			obj, ok := item.(map[string]any)
+			if !ok {
+				bad("spec.componentRole[%d] must be an object, got %T", i, item)
+				continue
+			}
+			n, _ := obj["name"].(string)
+			if strings.TrimSpace(n) == "" {
+				bad("spec.componentRole[%d].name is required", i)
+				continue
+			}
+			desc, _ := obj["description"].(string)
+			if prev, dup := byName[n]; dup && prev.Description != "" && desc != "" && prev.Description != desc {
+				bad("spec.componentRole[%d] declares role %q twice with different descriptions", i, n)
+				continue
+			}
+			if desc == "" {
+				desc = byName[n].Description
+			}
+			byName[n] = Role{Name: n, Description: desc}
+		}
+	}
+	for _, n := range sortedKeys(byName) {
+		d.Roles = append(d.Roles, byName[n])
+	}
+	for _, f := range []struct {
+		key string
+		dst **APIRef
+	}{{"partyRoleAPI", &d.PartyRoleAPI}, {"permissionSpecificationSetAPI", &d.PermissionSpecificationSetAPI}} {
+		raw, present := spec[f.key]
+		if !present || raw == nil {
+			continue
+		}
+		obj, ok := raw.(map[string]any)
+		if !ok {
+			bad("spec.%s must be an object, got %T", f.key, raw)
+			continue
+		}
+		ref := &APIRef{}
+		ref.Implementation, _ = obj["implementation"].(string)
+		ref.Path, _ = obj["path"].(string)
+		if ref.Implementation == "" {
+			bad("spec.%s.implementation is required", f.key)
+		}
+		if ref.Path == "" {
+			bad("spec.%s.path is required", f.key)
+		}
+		port, ok := asInt(obj["port"])
+		if !ok || port <= 0 || port > 65535 {
+			bad("spec.%s.port must be a port number, got %v", f.key, obj["port"])
+		}
+		ref.Port = port
+		*f.dst = ref
+	}
+	if len(problems) > 0 {
+		return d, &SpecError{Problems: problems}
+	}
+	return d, nil
+}
+
+// SpecError lists everything wrong with an IdentityConfig spec. Retrying
+// cannot help until the spec changes.
+type SpecError struct{ Problems []string }
+
+func (e *SpecError) Error() string {
+	return "invalid IdentityConfig: " + strings.Join(e.Problems, "; ")
+}
+
+// ExistingRole is a role as Keycloak reports it.
+type ExistingRole struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Managed is true when the role carries ManagedAttribute.
+	Managed bool `json:"managed,omitempty"`
+}
+
+// RoleDiff is what must change on the component client.
+type RoleDiff struct {
+	// Create are declared roles the client lacks.
+	Create []Role `json:"create,omitempty"`
+	// Delete are roles odaflow created that are no longer declared.
+	Delete []string `json:"delete,omitempty"`
+}
+
+// Empty is true when nothing needs to change.
+func (d RoleDiff) Empty() bool { return len(d.Create) == 0 && len(d.Delete) == 0 }
+
+// DiffRoles compares the declared roles with the client's roles. A role is
+// deleted only when odaflow created it (ManagedAttribute) or an earlier
+// spec declared it (previous, for roles created before the attribute
+// existed, e.g. by the Python operator): roles added at run time by the
+// listener stay. Both lists come out sorted so that activity results are
+// stable.
+func DiffRoles(desired []Role, existing []ExistingRole, previous []string) RoleDiff {
+	want := map[string]bool{}
+	for _, r := range desired {
+		want[r.Name] = true
+	}
+	have := map[string]bool{}
+	wasDeclared := map[string]bool{}
+	for _, p := range previous {
+		wasDeclared[p] = true
+	}
+	var diff RoleDiff
+	for _, r := range existing {
+		have[r.Name] = true
+		if !want[r.Name] && (r.Managed || wasDeclared[r.Name]) {
+			diff.Delete = append(diff.Delete, r.Name)
+		}
+	}
+	for _, r := range desired {
+		if !have[r.Name] {
+			diff.Create = append(diff.Create, r)
+		}
+	}
+	sort.Slice(diff.Create, func(i, j int) bool { return diff.Create[i].Name < diff.Create[j].Name })
+	sort.Strings(diff.Delete)
+	return diff
+}
+
+// RoleNames returns the names of roles, in order.
+func RoleNames(roles []Role) []string {
+	out := make([]string, 0, len(roles))
+	for _, r := range roles {
+		out = append(out, r.Name)
+	}
+	return out
+}
+
+// RotationNeeded reports whether the rotate-credentials annotation asks for
+// new credentials: any non-empty value not yet handled rotates once.
+func RotationNeeded(requested, handled string) bool {
+	return requested != "" && requested != handled
+}
+
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case float64:
+		if n != float64(int64(n)) {
+			return 0, false
+		}
+		return int64(n), true
+	case interface{ Int64() (int64, error) }:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,81 @@
+package watcher
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/odaflow/odaflow/dependency"
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/workflows"
+)
+
+// bySpecURL maps a specification URL to the ExposedAPIs that serve it (on
+// the ExposedAPI informer) and to the DependentAPIs that need it (on the
+// DependentAPI informer): a provider's change reaches exactly the
+// DependentAPIs waiting for it.
+const bySpecURL = "specURL"
+
+func specURLIndexers() cache.Indexers {
+	return cache.Indexers{bySpecURL: func(obj any) ([]string, error) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, nil
+		}
+		spec, _ := u.Object["spec"].(map[string]any)
+		return dependency.SpecURLs(spec), nil
+	}}
+}
+
+// enqueueDependants re-evaluates the DependentAPIs that need any of the
+// specification URLs an ExposedAPI serves (or served before an update).
+func (w *Watcher) enqueueDependants(objs ...*unstructured.Unstructured) {
+	if w.dependentIndex == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, u := range objs {
+		if u == nil {
+			continue
+		}
+		spec, _ := u.Object["spec"].(map[string]any)
+		for _, url := range dependency.SpecURLs(spec) {
+			if seen[url] {
+				continue
+			}
+			seen[url] = true
+			deps, _ := w.dependentIndex.ByIndex(bySpecURL, url)
+			for _, o := range deps {
+				if d, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(d.GetNamespace()) {
+					w.queue.Add(key{Kind: oda.KindDependentAPI.Name, Namespace: d.GetNamespace(), Name: d.GetName()})
+				}
+			}
+		}
+	}
+}
+
+// dependencyOf reads the providers of a DependentAPI from the caches: every
+// ExposedAPI in a watched namespace serving its specification URL, sorted
+// so the signal (and its hash) does not depend on cache order.
+func (w *Watcher) dependencyOf(obj *unstructured.Unstructured) (*workflows.Dependency, error) {
+	spec, _ := obj.Object["spec"].(map[string]any)
+	d := &workflows.Dependency{}
+	for _, url := range dependency.SpecURLs(spec) {
+		objs, err := w.exposedIndex.ByIndex(bySpecURL, url)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			u, ok := o.(*unstructured.Unstructured)
+			if !ok || !w.cfg.Namespaces.Matches(u.GetNamespace()) || u.GetDeletionTimestamp() != nil {
+				continue
+			}
+			uspec, _ := u.Object["spec"].(map[string]any)
+			ustatus, _ := u.Object["status"].(map[string]any)
+			d.Providers = append(d.Providers, dependency.ProviderOf(u.GetNamespace(), u.GetName(), u.GetLabels()[oda.LabelComponentName], uspec, ustatus))
+		}
+	}
+	sort.Slice(d.Providers, func(i, j int) bool { return d.Providers[i].Key() < d.Providers[j].Key() })
+	return d, nil
+}

@@ -1,0 +1,293 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/identity"
+	"github.com/odaflow/odaflow/oda"
+)
+
+// IdentityConfigInput starts (or continues) one IdentityConfig's lifecycle.
+type IdentityConfigInput struct {
+	Namespace    string               `json:"namespace"`
+	Name         string               `json:"name"`
+	State        *IdentityConfigState `json:"state,omitempty"`
+	Pending      *ResourceEvent       `json:"pending,omitempty"`
+	HistoryLimit int                  `json:"historyLimit,omitempty"`
+	// CheckInterval is how often Keycloak is compared with the spec and
+	// repaired (default DefaultIdentityCheckInterval).
+	CheckInterval time.Duration `json:"checkInterval,omitempty"`
+}
+
+// DefaultIdentityCheckInterval is the drift check's default period.
+const DefaultIdentityCheckInterval = 10 * time.Minute
+
+// IdentityConfigState is the IdentityConfig workflow's whole memory. It
+// holds names only: client secrets stay in Keycloak and the Secret.
+type IdentityConfigState struct {
+	Resource ResourceState `json:"resource"`
+	// Roles are the roles the last successful run declared, so that a role
+	// dropped from the spec is deleted even if it lacks odaflow's marker.
+	Roles []string `json:"roles,omitempty"`
+	// Provisioned is true once a Keycloak client may exist for this
+	// IdentityConfig: deletion then has something to clean up.
+	Provisioned bool `json:"provisioned,omitempty"`
+	// ReportedHash is the desired state the last Ready status answered; a
+	// drift check that changes nothing writes no status.
+	ReportedHash string `json:"reportedHash,omitempty"`
+}
+
+// Phases of an IdentityConfig.
+const (
+	PhaseIdentityReady  = "Ready"
+	PhaseIdentityFailed = "Failed"
+)
+
+// IdentityConfigWorkflow gives one component its Keycloak identity
+// (oda-behaviour §2.3, §2.4): the client with its roles, the canvassystem
+// role and grant, and the credentials Secret. It re-checks Keycloak on a
+// timer and repairs drift, rotates the credentials when the
+// rotate-credentials annotation changes, and on deletion removes the client
+// before releasing the finalizer, with skip-cleanup as the way out when
+// Keycloak stays unreachable.
+func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error {
+	x := &identityConfig{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, interval: in.CheckInterval}
+	if x.interval <= 0 {
+		x.interval = DefaultIdentityCheckInterval
+	}
+	if in.State != nil {
+		x.st = *in.State
+	}
+	x.loop = newResourceLoop(x.ref(), &x.st.Resource, in.HistoryLimit)
+	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
+		return fmt.Errorf("register query: %w", err)
+	}
+	return x.loop.run(ctx, x, in.Pending)
+}
+
+type identityConfig struct {
+	ns, name     string
+	st           IdentityConfigState
+	loop         *resourceLoop
+	historyLimit int
+	interval     time.Duration
+	// drift is the pending drift-check timer; driftDue marks a reconcile
+	// the timer asked for.
+	drift    workflow.Future
+	driftDue bool
+}
+
+func (x *identityConfig) ref() oda.Ref {
+	return oda.Ref{Kind: oda.KindIdentityConfig.Name, Namespace: x.ns, Name: x.name}
+}
+
+// waits adds the drift-check timer while the identity is in place. It is
+// a durable Temporal timer with a summary, so the Web UI shows what the
+// workflow waits for.
+func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
+	if r.st.Deleting || r.st.Phase != PhaseIdentityReady {
+		return
+	}
+	if x.drift == nil {
+		x.drift = workflow.NewTimerWithOptions(ctx, x.interval, workflow.TimerOptions{
+			Summary: "drift check: compare Keycloak client " + x.name + " with the spec",
+		})
+	}
+	sel.AddFuture(x.drift, func(workflow.Future) {
+		x.drift = nil
+		x.driftDue = true
+		r.wake()
+	})
+}
+
+func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
+	in := IdentityConfigInput{Namespace: x.ns, Name: x.name, Pending: pending, HistoryLimit: x.historyLimit, CheckInterval: x.interval}
+	if pending == nil {
+		st := x.st
+		in.State = &st
+	}
+	return workflow.NewContinueAsNewError(ctx, IdentityConfigWorkflow, in)
+}
+
+// keycloakOptions: Keycloak is a service on the network. A few attempts
+// ride out a restart; then the workflow's backoff timer takes over with the
+// reason in the status. Refusals (wrong admin credentials, a missing realm)
+// are not retried at all: repeating a wrong password only risks locking
+// the admin account.
+func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    2 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+			MaximumAttempts:    4,
+			NonRetryableErrorTypes: []string{
+				activities.ErrTypeKeycloakUnauthorized, activities.ErrTypeKeycloakMisconfigured,
+				activities.ErrTypeKeycloakRejected, ErrTypeInvalid,
+			},
+		},
+	})
+}
+
+func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
+	drift := x.driftDue
+	x.driftDue = false
+	if r.st.Deleting {
+		x.drift = nil
+		r.finishDeletion(ctx, "the Keycloak client "+x.name, func(ctx workflow.Context) error {
+			// odaflow's finalizer goes on before the client is created, so
+			// an IdentityConfig without it never had a client from odaflow;
+			// the Python operator's (kopf) finalizer means it may have one.
+			if !x.st.Provisioned && !hasFinalizer(r.st.Finalizers) && !containsString(r.st.Finalizers, oda.KopfFinalizer) {
+				return nil
+			}
+			var id *activities.Identity
+			return workflow.ExecuteActivity(keycloakOptions(ctx, "delete Keycloak client "+x.name), id.DeleteIdentity,
+				activities.DeleteIdentityInput{Ref: x.ref(), ClientID: x.name}).Get(ctx, nil)
+		})
+		return
+	}
+	d, err := identity.FromSpec(x.name, r.st.Spec)
+	if err != nil {
+		// Nothing to retry until the spec changes.
+		r.succeeded()
+		r.report(ctx, PhaseIdentityFailed, false, &oda.Failure{Reason: "InvalidSpec", Message: err.Error()}, identityNotReady())
+		return
+	}
+	if err := r.ensureFinalizer(ctx); err != nil {
+		x.fail(ctx, r, &oda.Failure{Reason: "FinalizerFailed", Message: "could not add the finalizer: " + rootMessage(err)})
+		return
+	}
+	x.st.Provisioned = true
+	summary := fmt.Sprintf("ensure Keycloak client %s: %d roles", x.name, len(d.Roles))
+	if drift {
+		summary = "drift check of Keycloak client " + x.name
+	}
+	var id *activities.Identity
+	var res activities.EnsureIdentityResult
+	err = workflow.ExecuteActivity(keycloakOptions(ctx, summary), id.EnsureIdentity, activities.EnsureIdentityInput{
+		Ref: x.ref(), Desired: d, PreviousRoles: x.st.Roles,
+	}).Get(ctx, &res)
+	if err != nil {
+		x.fail(ctx, r, keycloakFailure("could not set up the Keycloak client", err))
+		return
+	}
+	x.st.Roles = identity.RoleNames(d.Roles)
+	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
+	var creds activities.EnsureCredentialsResult
+	err = workflow.ExecuteActivity(keycloakOptions(ctx, "credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
+		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate,
+	}).Get(ctx, &creds)
+	if err != nil {
+		x.fail(ctx, r, keycloakFailure("could not write the credentials Secret", err))
+		return
+	}
+	r.succeeded()
+	var events []activities.Event
+	if drift && (res.Changed() || creds.Written) {
+		events = append(events, activities.Event{Type: "Normal", Reason: "DriftRepaired", Message: driftMessage(res, creds)})
+	}
+	if creds.Rotated {
+		events = append(events, activities.Event{Type: "Normal", Reason: "CredentialsRotated",
+			Message: "new client secret issued in Keycloak and written to Secret " + creds.SecretName})
+	}
+	if r.st.Phase != PhaseIdentityReady || x.st.ReportedHash != r.st.Hash {
+		r.report(ctx, PhaseIdentityReady, true, nil, identityReadyStatus())
+		if r.st.Phase == PhaseIdentityReady {
+			x.st.ReportedHash = r.st.Hash
+		}
+	}
+	var kube *activities.Kube
+	for _, ev := range events {
+		// Events are information: a failed write is not worth a retry.
+		ev := ev
+		_ = kubeCall(ctx, "event "+ev.Reason, kube.WriteStatus, activities.WriteStatusInput{
+			Ref: x.ref(), UID: r.st.UID, Status: map[string]any{}, Event: &ev,
+		}).Get(ctx, nil)
+	}
+}
+
+// fail reports a failed attempt and schedules the next one after a
+// backoff; the drift timer is dropped until the identity is back.
+func (x *identityConfig) fail(ctx workflow.Context, r *resourceLoop, f *oda.Failure) {
+	x.drift = nil
+	r.retryAfterBackoff(ctx)
+	r.report(ctx, PhaseIdentityFailed, false, f, identityNotReady())
+}
+
+// keycloakFailure names the failure after the activity's error type, so
+// the status reason says whether to fix credentials or wait for Keycloak.
+func keycloakFailure(what string, err error) *oda.Failure {
+	reason := "KeycloakUnavailable"
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case activities.ErrTypeKeycloakUnauthorized, activities.ErrTypeKeycloakMisconfigured, activities.ErrTypeKeycloakRejected:
+			reason = appErr.Type()
+		case ErrTypeInvalid:
+			reason = "SecretRejected"
+		}
+	}
+	return &oda.Failure{Reason: reason, Message: what + ": " + rootMessage(err)}
+}
+
+func driftMessage(res activities.EnsureIdentityResult, creds activities.EnsureCredentialsResult) string {
+	var parts []string
+	if res.ClientCreated {
+		parts = append(parts, "client re-created")
+	}
+	if len(res.RolesCreated) > 0 {
+		parts = append(parts, "roles re-created: "+strings.Join(res.RolesCreated, ", "))
+	}
+	if len(res.RolesDeleted) > 0 {
+		parts = append(parts, "undeclared roles deleted: "+strings.Join(res.RolesDeleted, ", "))
+	}
+	if res.CanvasRoleCreated || res.CanvasMappingAdded {
+		parts = append(parts, "canvassystem role or grant restored")
+	}
+	if creds.Written {
+		parts = append(parts, "Secret "+creds.SecretName+" rewritten")
+	}
+	return "Keycloak had drifted from the spec; repaired: " + strings.Join(parts, "; ")
+}
+
+// identityReadyStatus is the IdentityConfig's status once its identity is in
+// place: the Keycloak operator's value (§1.5), the credentials operator's
+// marker and implementation.ready, which the Component reads. The listener
+// is not implemented yet, so listenerRegistered is false.
+func identityReadyStatus() map[string]any {
+	return map[string]any{
+		"identityConfig": map[string]any{"identityProvider": identity.Provider, "listenerRegistered": false},
+		"credentialsOperator/status.identityConfig": "secret created",
+		"implementation": map[string]any{"ready": true},
+	}
+}
+
+// identityNotReady leaves status.identityConfig as it was: a Component already past
+// its identity step must not fall back because Keycloak is briefly down.
+func identityNotReady() map[string]any {
+	return map[string]any{"implementation": map[string]any{"ready": false}}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *identityConfig) explain() (Explanation, error) {
+	st := x.st.Resource
+	return Explanation{Resource: x.ref().String(), UID: st.UID, DeploymentStatus: st.Phase, Failure: st.Failure}, nil
+}
