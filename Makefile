@@ -59,7 +59,7 @@ clean:
 ## record-histories: re-record the replay suite's histories from the real
 ## servers. Only for a deliberate workflow change made behind workflow.GetVersion.
 record-histories: tools
-	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run 'TestComponentLifecycleOnRealServers|TestExposedAPI' ./tests/integration/
+	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run 'TestComponentLifecycleOnRealServers|TestExposedAPI|TestDependency' ./tests/integration/
 
 ## bench: N productcatalog Components applied at once on the local stack;
 ## figures as a table and in results/bench-latest.json. BENCH_N=1,100,1000.

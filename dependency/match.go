@@ -14,7 +14,11 @@
 //     oda.tmforum.org/componentName, is "<release>" or starts with
 //     "<release>-"). selector.zone is accepted and ignored: the Canvas has
 //     no zones.
-//  3. Among the candidates, one in the DependentAPI's own namespace wins;
+//  3. A component never satisfies its own dependency: ExposedAPIs of the
+//     DependentAPI's own Component are not candidates (the Canvas's
+//     dependent-API test kit component exposes the very API it depends on,
+//     and means another component's).
+//  4. Among the candidates, one in the DependentAPI's own namespace wins;
 //     otherwise (and within a namespace) the first by namespace, then name,
 //     in byte order. The answer depends only on the candidates, never on
 //     the order the watcher saw them in.
@@ -50,7 +54,9 @@ type Selector struct {
 
 // Request is a DependentAPI as the matcher sees it.
 type Request struct {
-	Namespace string   `json:"namespace"`
+	Namespace string `json:"namespace"`
+	// Component is the DependentAPI's own Component.
+	Component string   `json:"component,omitempty"`
 	SpecURL   string   `json:"specURL"`
 	Selector  Selector `json:"selector"`
 }
@@ -85,6 +91,9 @@ func Match(req Request, providers []Provider) (Provider, bool) {
 
 func accepts(req Request, want string, p Provider) bool {
 	if p.APIType != "openapi" || !p.Ready || p.URL == "" {
+		return false
+	}
+	if req.Component != "" && p.Component == req.Component {
 		return false
 	}
 	if s := req.Selector.Namespace; s != "" && p.Namespace != s {
@@ -133,14 +142,14 @@ func SpecURLs(spec map[string]any) []string {
 	return out
 }
 
-// RequestOf reads a DependentAPI spec. ok is false when it names no
+// RequestOf reads a DependentAPI spec; component is its Component. ok is false when it names no
 // specification URL: there is nothing to match on.
-func RequestOf(namespace string, spec map[string]any) (Request, bool) {
+func RequestOf(namespace, component string, spec map[string]any) (Request, bool) {
 	urls := SpecURLs(spec)
 	if len(urls) == 0 {
-		return Request{Namespace: namespace}, false
+		return Request{Namespace: namespace, Component: component}, false
 	}
-	req := Request{Namespace: namespace, SpecURL: urls[0]}
+	req := Request{Namespace: namespace, Component: component, SpecURL: urls[0]}
 	if sel, ok := spec["selector"].(map[string]any); ok {
 		req.Selector.Namespace, _ = sel["namespace"].(string)
 		req.Selector.ReleaseName, _ = sel["releaseName"].(string)

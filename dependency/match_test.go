@@ -43,6 +43,10 @@ func TestMatch(t *testing.T) {
 		{"release name equal to the component", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "r-cat-productcatalogmanagement"}},
 			[]Provider{provider("c", "a")}, "c/a"},
 		{"zone is ignored", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{Zone: "eu"}}, []Provider{provider("c", "a")}, "c/a"},
+		{"a component never provides its own dependency", Request{Namespace: "c", Component: "f-cat-productcatalogmanagement", SpecURL: catalogSpec},
+			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat-productcatalogmanagement" }), provider("c", "b")}, "c/b"},
+		{"its own api alone is no match", Request{Namespace: "c", Component: "r-cat-productcatalogmanagement", SpecURL: catalogSpec},
+			[]Provider{provider("c", "a")}, ""},
 		{"an empty request matches nothing", Request{Namespace: "c"}, []Provider{provider("c", "a", func(p *Provider) { p.SpecURLs = []string{""} })}, ""},
 	}
 	for _, tt := range tests {
@@ -91,14 +95,14 @@ func TestSpecURLsReadsEveryVersionsForm(t *testing.T) {
 }
 
 func TestRequestOfAndProviderOf(t *testing.T) {
-	req, ok := RequestOf("ns", map[string]any{
+	req, ok := RequestOf("ns", "comp", map[string]any{
 		"specification": map[string]any{"url": catalogSpec},
 		"selector":      map[string]any{"namespace": "prod", "releaseName": "r-cat", "zone": "z"},
 	})
-	if !ok || req.SpecURL != catalogSpec || req.Selector != (Selector{Namespace: "prod", ReleaseName: "r-cat", Zone: "z"}) || req.Namespace != "ns" {
+	if !ok || req.SpecURL != catalogSpec || req.Selector != (Selector{Namespace: "prod", ReleaseName: "r-cat", Zone: "z"}) || req.Namespace != "ns" || req.Component != "comp" {
 		t.Fatalf("RequestOf = %+v, %v", req, ok)
 	}
-	if _, ok := RequestOf("ns", map[string]any{"name": "x"}); ok {
+	if _, ok := RequestOf("ns", "comp", map[string]any{"name": "x"}); ok {
 		t.Fatal("a DependentAPI without a specification url must not be matchable")
 	}
 	p := ProviderOf("ns", "api", "comp", map[string]any{"apiType": "openapi", "specification": []any{catalogSpec}},

@@ -208,6 +208,9 @@ func DependentAPISpec(api API) map[string]any {
 	if api.Required != nil {
 		spec["required"] = *api.Required
 	}
+	if api.Selector != nil {
+		spec["selector"] = api.Selector
+	}
 	if s := specification(api); s != nil {
 		spec["specification"] = s
 	}

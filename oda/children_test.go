@@ -800,3 +800,28 @@ func TestSortedKeys(t *testing.T) {
 		t.Errorf("SortedKeys(nil) = %v, want empty", got)
 	}
 }
+
+func TestDependentAPISelectorReachesTheChild(t *testing.T) {
+	spec := map[string]any{
+		"coreFunction": map[string]any{"dependentAPIs": []any{map[string]any{
+			"name": "downstream", "apiType": "openapi",
+			"specification": map[string]any{"url": "https://example.com/a.json"},
+			"selector":      map[string]any{"namespace": "prod", "releaseName": "r-cat"},
+		}}},
+		"securityFunction": map[string]any{"canvasSystemRole": "Admin"},
+	}
+	d, errs := DesiredChildren("f-cat", spec)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	for _, c := range d.Children {
+		if c.Kind == KindDependentAPI.Name {
+			sel, _ := c.Spec["selector"].(map[string]any)
+			if sel["namespace"] != "prod" || sel["releaseName"] != "r-cat" {
+				t.Fatalf("selector = %v, want the Component's", c.Spec["selector"])
+			}
+			return
+		}
+	}
+	t.Fatal("no DependentAPI child")
+}

@@ -54,6 +54,9 @@ type API struct {
 	Resources      []any
 	Gateway        map[string]any
 	Required       *bool
+	// Selector narrows a dependent API's providers (namespace,
+	// releaseName, zone); odaflow honours it where the Canvas ignored it.
+	Selector map[string]any
 	// Extra holds the unofficial ExposedAPI extras the Istio operator reads
 	// (hostname, basicAuth), carried through unchanged.
 	Extra map[string]any
@@ -308,6 +311,12 @@ func normalizeAPIs(seg Segment, dependent bool, items []any, path string, errs *
 			api.Resources = e.list("resources")
 			if api.Resources == nil {
 				api.Resources = root.list("resources")
+			}
+			if dependent {
+				api.Selector = e.object("selector")
+				if api.Selector == nil {
+					api.Selector = root.object("selector")
+				}
 			}
 			if !dependent {
 				api.Implementation = pick("implementation")

@@ -114,7 +114,7 @@ func (d *dependentAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 		})
 		return
 	}
-	req, ok := dependency.RequestOf(d.ns, spec)
+	req, ok := dependency.RequestOf(d.ns, reg.ComponentName, spec)
 	if !ok {
 		r.succeeded()
 		r.report(ctx, PhaseDependencyFailed, false, &oda.Failure{

@@ -18,8 +18,25 @@ import (
 
 const component = "ctk-productcatalogmanagement"
 
-func simulateIdentity(t *testing.T, ns, name string) {
-	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"status":{"identityConfig":{"identityProvider":"Keycloak","listenerRegistered":false}}}`)
+// waitIdentity waits for a component's identity in the Keycloak double
+// and its credentials Secret, and checks the Secret's client id.
+func waitIdentity(t *testing.T, ns, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, inKeycloak := stack.keycloak.ClientSecret(keycloakRealm, name)
+		sec, err := stack.core.CoreV1().Secrets(ns).Get(context.Background(), name+"-secret", metav1.GetOptions{})
+		if inKeycloak && err == nil {
+			if got := string(sec.Data["client_id"]); got != name {
+				t.Fatalf("Secret %s-secret client_id = %q, want %q", name, got, name)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("identity of %s/%s: Keycloak client present %v, Secret err %v", ns, name, inKeycloak, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func TestComponentLifecycleOnRealServers(t *testing.T) {
@@ -63,15 +80,15 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
 		setEndpoints(t, ns, svc, true)
 	}
-	waitPhase(t, ns, component, oda.StatusIDConfOp, 30*time.Second)
-	simulateIdentity(t, ns, component)
+	waitIdentity(t, ns, component)
 	done := waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
-	t.Logf("apply → Complete (endpoints, address and identity simulated): %s", time.Since(start).Round(time.Millisecond))
+	t.Logf("apply → Complete (endpoints and address simulated, identity through the Keycloak double): %s", time.Since(start).Round(time.Millisecond))
 	if s, _, _ := unstructured.NestedString(done.Object, "status", "summary/status", "coreAPIsummary"); s == "" {
 		t.Errorf("coreAPIsummary is empty")
 	}
 
 	recordHistory(t, wfID, "component-install.json")
+	recordHistory(t, oda.WorkflowID(oda.KindIdentityConfig.Name, ns, component), "identityconfig-install.json")
 
 	// A status-only write (what every controller does) re-drives nothing.
 	before := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]

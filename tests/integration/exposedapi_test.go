@@ -146,13 +146,12 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 	for name := range impls {
 		waitExposed(t, ns, name, true, true)
 	}
-	waitPhase(t, ns, component, oda.StatusIDConfOp, 30*time.Second)
+	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	setEndpoints(t, ns, "ctk-prodcatapi", false)
 	waitExposed(t, ns, core, true, false)
 	waitPhase(t, ns, component, oda.StatusCompCon, 30*time.Second)
 	setEndpoints(t, ns, "ctk-prodcatapi", true)
 	waitExposed(t, ns, core, true, true)
-	simulateIdentity(t, ns, component)
 	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	recordHistory(t, oda.WorkflowID("ExposedAPI", ns, core), "exposedapi-lifecycle.json")
 

@@ -7,6 +7,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,10 +16,15 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/fx"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/doubles/keycloak"
+	"github.com/odaflow/odaflow/internal/doubles/serviceinventory"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/watcher"
@@ -35,7 +41,22 @@ var stack struct {
 	common   config.Common
 	worker   *fx.App
 	watcher  *fx.App
+	// keycloak and inventory are the doubles of the identity platform and
+	// the Canvas's TMF638 Service Inventory the worker talks to.
+	keycloak  *keycloak.Server
+	inventory *serviceinventory.Double
+	// keycloakPassword is a secret value: the secrets scan looks for it.
+	keycloakPassword string
+	inventoryURL     string
 }
+
+// Where the worker finds the Keycloak admin credentials, and the realm.
+const (
+	systemNamespace     = "odaflow-system"
+	keycloakAdminSecret = "keycloak-admin"
+	keycloakRealm       = "odari"
+	inventoryBasePath   = "/tmf-api/serviceInventoryManagement/v4"
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -97,6 +118,11 @@ func run(m *testing.M) int {
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
 		HTTPAddress: "127.0.0.1:0", LogLevel: "warn", IngressSelector: "istio=ingressgateway",
 	}
+	if err := startDoubles(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: doubles: %v\n", err)
+		return 1
+	}
+	defer stack.keycloak.Close()
 	if stack.worker, err = startWorker(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: start worker: %v\n", err)
 		return 1
@@ -118,14 +144,46 @@ var fastPoll = []string{
 	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
 }
 
+// startDoubles starts the Keycloak and Service Inventory doubles and puts
+// the Keycloak admin credentials in a Secret, as a Canvas install does.
+func startDoubles(ctx context.Context) error {
+	stack.keycloakPassword = "it-" + rand.String(24)
+	kc, err := keycloak.New(keycloak.Options{AdminPassword: stack.keycloakPassword})
+	if err != nil {
+		return err
+	}
+	stack.keycloak = kc
+	if err := kc.SeedCanvas(keycloakRealm); err != nil {
+		return err
+	}
+	stack.inventory = serviceinventory.New(inventoryBasePath)
+	inv := httptest.NewServer(stack.inventory)
+	stack.inventoryURL = inv.URL + inventoryBasePath
+	if _, err := stack.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: systemNamespace}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	_, err = stack.core.CoreV1().Secrets(systemNamespace).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: keycloakAdminSecret},
+		Data:       map[string][]byte{"username": []byte(keycloak.AdminUser), "password": []byte(stack.keycloakPassword)},
+	}, metav1.CreateOptions{})
+	return err
+}
+
 func startWorker(ctx context.Context) (*fx.App, error) {
-	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway"}
+	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway",
+		ServiceInventoryURL: stack.inventoryURL,
+		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
+			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
+	}
 	app := worker.New(cfg)
 	return app, app.Start(ctx)
 }
 
 func startWatcher(ctx context.Context) (*fx.App, error) {
-	app := watcher.NewApp(config.Watcher{Common: stack.common})
+	// Namespaces it-g* belong to the gateway tests' own worker and watcher.
+	common := stack.common
+	common.Namespaces = []string{"it-[^g]*"}
+	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
 	return app, app.Start(ctx)
 }
 
