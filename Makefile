@@ -7,7 +7,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories
 
 all: build
 
@@ -18,9 +18,13 @@ help:
 	@echo "make build   build bin/odaflow"
 
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
-## built from the Go module proxy and cached outside the clone (bin/tools links there).
+## built from the Go module proxy and cached outside the clone (bin/tools links
+## there); helm for the chart tests and the Vault dev server for the secrets
+## tests, each in a cache folder of its own (bin/helm, bin/vault).
 tools:
 	@hack/tools.sh >/dev/null
+	@hack/tools.sh helm >/dev/null
+	@hack/tools.sh vault >/dev/null
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(ODAFLOW) ./cmd/odaflow
@@ -39,6 +43,7 @@ vet:
 ## when the servers are missing.
 test: tools fmt-check vet contracts
 	$(GO) test -count=1 $(GOTESTFLAGS) ./...
+	cd tests/compose && $(GO) test -count=1 ./...
 
 ## contracts: the client libraries' own integration tests (an allow-list of
 ## the methods odaflow uses) against odaflow's doubles of Kong and Keycloak,
@@ -52,6 +57,13 @@ unit:
 
 integration: tools
 	$(GO) test -count=1 -v ./tests/integration/...
+
+## chart: helm lint/template, server-side dry run and RBAC checks on a real
+## apiserver, the Dockerfile check (tests/chart), and the compose file
+## (tests/compose, its own module). Builds helm into the tools cache once.
+chart: tools
+	$(GO) test -count=1 ./tests/chart/...
+	cd tests/compose && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf $(BIN) .dev

@@ -67,7 +67,10 @@ type KeycloakConfig struct {
 type Identity struct {
 	Kube   *Kube
 	Config KeycloakConfig
-	Log    *slog.Logger
+	// Hub configures the dynamic-role hub subscriptions (identity_hub.go);
+	// zero leaves IdentityConfigs that declare hubs Failed with the reason.
+	Hub HubConfig
+	Log *slog.Logger
 }
 
 // NewIdentity builds the identity activities.

@@ -10,6 +10,9 @@
 #   hack/tools.sh vault      build the Vault dev server (tools/vault, its own
 #                            go.mod) into its own cache folder, link bin/vault
 #                            and print the folder
+#   hack/tools.sh helm       build helm (tools/helm, its own go.mod) into its
+#                            own cache folder, link bin/helm and print the
+#                            folder (the chart tests run it)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=/dev/null
@@ -29,6 +32,10 @@ link() {
 VAULT_VERSION=v1.21.0
 vault_hash="$(cat "$root/tools/vault/go.mod" "$root/tools/vault/go.sum" | sha256sum | cut -c1-12)"
 vault_dir="$cache_root/vault-${VAULT_VERSION}_${vault_hash}"
+
+HELM_VERSION=v3.22.0
+helm_hash="$(cat "$root/tools/helm/go.mod" "$root/tools/helm/go.sum" | sha256sum | cut -c1-12)"
+helm_dir="$cache_root/helm-${HELM_VERSION}_${helm_hash}"
 
 if [[ "${1:-}" == "--path" ]]; then
   echo "$dir"
@@ -76,6 +83,23 @@ build_vault() {
   ln -sfn "$vault_dir" "$root/bin/vault"
 }
 
+build_helm() {
+  mkdir -p "$helm_dir"
+  if [[ ! -x "$helm_dir/helm" ]]; then
+    log "building helm ${HELM_VERSION} (cold: a few minutes)"
+    local start=$SECONDS
+    # helm's version package reads its version from these variables; without
+    # them `helm version` says v3 with no patch level.
+    (cd "$root/tools/helm" && go build -trimpath -o "$helm_dir/.helm.tmp" \
+      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
+      helm.sh/helm/v3/cmd/helm)
+    mv "$helm_dir/.helm.tmp" "$helm_dir/helm"
+    log "helm built in $((SECONDS - start))s"
+  fi
+  mkdir -p "$root/bin"
+  ln -sfn "$helm_dir" "$root/bin/helm"
+}
+
 # Serialised on purpose: on 2 cores parallel builds only fight for the CPU and
 # the lock keeps two concurrent callers (make dev + make test) from both building.
 exec 9>"$cache_root/.lock"
@@ -83,6 +107,11 @@ flock 9
 if [[ "${1:-}" == "vault" ]]; then
   build_vault
   echo "$vault_dir"
+  exit 0
+fi
+if [[ "${1:-}" == "helm" ]]; then
+  build_helm
+  echo "$helm_dir"
   exit 0
 fi
 build_temporal

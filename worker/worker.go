@@ -22,6 +22,7 @@ import (
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/runtime"
+	"github.com/odaflow/odaflow/listener"
 	"github.com/odaflow/odaflow/workflows"
 )
 
@@ -76,11 +77,20 @@ func New(cfg config.Worker) *fx.App {
 		}),
 		fx.Provide(func(kube *activities.Kube, log *slog.Logger) *activities.Identity {
 			ns, name, _ := strings.Cut(cfg.Keycloak.AdminSecret, "/")
-			return activities.NewIdentity(kube, activities.KeycloakConfig{
+			id := activities.NewIdentity(kube, activities.KeycloakConfig{
 				URL: cfg.Keycloak.URL, Realm: cfg.Keycloak.Realm, AdminRealm: cfg.Keycloak.AdminRealm,
 				AdminSecretNamespace: ns, AdminSecretName: name, Timeout: cfg.Keycloak.Timeout,
 			}, log.With("component", "identity"))
+			if cfg.ListenerBaseURL != "" {
+				id.Hub = activities.HubConfig{ListenerBaseURL: cfg.ListenerBaseURL, Keys: listener.KeyFile(cfg.ListenerKeyFile)}
+			}
+			return id
 		}),
+		fx.Provide(fx.Annotate(func(cl client.Client, log *slog.Logger) runtime.Route {
+			// Served even without a listener URL, answering 503, so a hub
+			// registered by an earlier configuration gets a clear answer.
+			return runtime.Route{Pattern: "/listener/", Handler: listener.New(cl, listener.KeyFile(cfg.ListenerKeyFile), log.With("component", "listener"))}
+		}, fx.ResultTags(`group:"http-routes"`))),
 		fx.Invoke(run),
 	)
 }

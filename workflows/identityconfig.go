@@ -42,7 +42,25 @@ type IdentityConfigState struct {
 	// ReportedHash is the desired state the last Ready status answered; a
 	// drift check that changes nothing writes no status.
 	ReportedHash string `json:"reportedHash,omitempty"`
+	// Hubs are the hub subscriptions in place, one per API. They are the
+	// reason a hub is never registered twice: retries, updates and
+	// Continue-As-New all see them. Callbacks are kept without their token.
+	Hubs []activities.HubSubscription `json:"hubs,omitempty"`
+	// RoleEvents are listener events received and not yet applied (Keycloak
+	// down, identity not Ready): they survive Continue-As-New.
+	RoleEvents []identity.RoleEvent `json:"roleEvents,omitempty"`
+	// RoleEventsDropped counts events refused because the queue was full,
+	// since it last drained.
+	RoleEventsDropped int `json:"roleEventsDropped,omitempty"`
+	// ReportedListener is the listenerRegistered value last reported.
+	ReportedListener bool `json:"reportedListener,omitempty"`
 }
+
+// changeHubListener versions the dynamic-role listener: hub registration,
+// the role-event signal, unregistering on deletion. Runs recorded before it
+// replay (and finish, up to their next Continue-As-New) on DefaultVersion,
+// which does none of it.
+const changeHubListener = "identity-hub-listener"
 
 // Phases of an IdentityConfig.
 const (
@@ -69,6 +87,10 @@ func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error 
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
+	// Decided once per run, before any command, so the whole run follows
+	// one branch.
+	x.version = workflow.GetVersion(ctx, changeHubListener, workflow.DefaultVersion, 1)
+	x.roleEvents = workflow.GetSignalChannel(ctx, identity.SignalRoleEvent)
 	return x.loop.run(ctx, x, in.Pending)
 }
 
@@ -82,7 +104,12 @@ type identityConfig struct {
 	// the timer asked for.
 	drift    workflow.Future
 	driftDue bool
+	// version is changeHubListener's; roleEvents the listener's signals.
+	version    workflow.Version
+	roleEvents workflow.ReceiveChannel
 }
+
+func (x *identityConfig) listens() bool { return x.version >= 1 }
 
 func (x *identityConfig) ref() oda.Ref {
 	return oda.Ref{Kind: oda.KindIdentityConfig.Name, Namespace: x.ns, Name: x.name}
@@ -92,6 +119,21 @@ func (x *identityConfig) ref() oda.Ref {
 // a durable Temporal timer with a summary, so the Web UI shows what the
 // workflow waits for.
 func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
+	if x.listens() && !r.st.Deleting {
+		// Received in every phase so none is lost; applied at once when
+		// Ready, otherwise after the next successful reconcile.
+		sel.AddReceive(x.roleEvents, func(ch workflow.ReceiveChannel, _ bool) {
+			var ev identity.RoleEvent
+			ch.Receive(ctx, &ev)
+			x.queueRoleEvent(ctx, r, ev)
+			x.applyRoleEvents(ctx, r)
+			// Role events are handled outside reconcile, where the loop
+			// checks the history size: ask for a reconcile when it grew.
+			if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.limit {
+				r.wake()
+			}
+		})
+	}
 	if r.st.Deleting || r.st.Phase != PhaseIdentityReady {
 		return
 	}
@@ -110,6 +152,12 @@ func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workfl
 func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
 	in := IdentityConfigInput{Namespace: x.ns, Name: x.name, Pending: pending, HistoryLimit: x.historyLimit, CheckInterval: x.interval}
 	if pending == nil {
+		// Signals still in the channel would be lost with this run.
+		var ev identity.RoleEvent
+		for x.roleEvents.ReceiveAsync(&ev) {
+			x.queueRoleEvent(ctx, r, ev)
+			ev = identity.RoleEvent{}
+		}
 		st := x.st
 		in.State = &st
 	}
@@ -149,6 +197,12 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 			// the Python operator's (kopf) finalizer means it may have one.
 			if !x.st.Provisioned && !hasFinalizer(r.st.Finalizers) && !containsString(r.st.Finalizers, oda.KopfFinalizer) {
 				return nil
+			}
+			if x.listens() {
+				// Before the client goes, so no event is applied to a
+				// client being deleted; best effort (see unregisterHubs).
+				x.st.RoleEvents = nil
+				x.unregisterHubs(ctx, r, append([]activities.HubSubscription(nil), x.st.Hubs...))
 			}
 			var id *activities.Identity
 			return workflow.ExecuteActivity(keycloakOptions(ctx, "delete Keycloak client "+x.name), id.DeleteIdentity,
@@ -191,7 +245,24 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		x.fail(ctx, r, keycloakFailure("could not write the credentials Secret", err))
 		return
 	}
-	r.succeeded()
+	hubs := identity.Hubs(x.ns, d)
+	listener := false
+	// The client, its roles and credentials are what the component needs
+	// to run; the hub subscriptions only bring dynamic roles. A hub that
+	// cannot be reached leaves the identity ready, says why in the Ready
+	// condition and an Event, and is retried after a backoff.
+	var hubErr *oda.Failure
+	if x.listens() {
+		if err := x.syncHubs(ctx, r, hubs, drift); err != nil {
+			hubErr = hubFailure(err)
+		}
+		listener = identity.ListenerRegistered(hubs, x.subscribed())
+	}
+	if hubErr == nil {
+		r.succeeded()
+	} else {
+		r.retryAfterBackoff(ctx)
+	}
 	var events []activities.Event
 	if drift && (res.Changed() || creds.Written) {
 		events = append(events, activities.Event{Type: "Normal", Reason: "DriftRepaired", Message: driftMessage(res, creds)})
@@ -200,10 +271,10 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		events = append(events, activities.Event{Type: "Normal", Reason: "CredentialsRotated",
 			Message: "new client secret issued in Keycloak and written to Secret " + creds.SecretName})
 	}
-	if r.st.Phase != PhaseIdentityReady || x.st.ReportedHash != r.st.Hash {
-		r.report(ctx, PhaseIdentityReady, true, nil, identityReadyStatus())
+	if hubErr != nil || r.st.Failure != nil || r.st.Phase != PhaseIdentityReady || x.st.ReportedHash != r.st.Hash || x.st.ReportedListener != listener {
+		r.report(ctx, PhaseIdentityReady, true, hubErr, identityReadyStatus(listener))
 		if r.st.Phase == PhaseIdentityReady {
-			x.st.ReportedHash = r.st.Hash
+			x.st.ReportedHash, x.st.ReportedListener = r.st.Hash, listener
 		}
 	}
 	var kube *activities.Kube
@@ -213,6 +284,9 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		_ = kubeCall(ctx, "event "+ev.Reason, kube.WriteStatus, activities.WriteStatusInput{
 			Ref: x.ref(), UID: r.st.UID, Status: map[string]any{}, Event: &ev,
 		}).Get(ctx, nil)
+	}
+	if x.listens() {
+		x.applyRoleEvents(ctx, r)
 	}
 }
 
@@ -263,10 +337,10 @@ func driftMessage(res activities.EnsureIdentityResult, creds activities.EnsureCr
 // identityReadyStatus is the IdentityConfig's status once its identity is in
 // place: the Keycloak operator's value (§1.5), the credentials operator's
 // marker and implementation.ready, which the Component reads. The listener
-// is not implemented yet, so listenerRegistered is false.
-func identityReadyStatus() map[string]any {
+// is registered when every hub the spec names has a subscription.
+func identityReadyStatus(listenerRegistered bool) map[string]any {
 	return map[string]any{
-		"identityConfig": map[string]any{"identityProvider": identity.Provider, "listenerRegistered": false},
+		"identityConfig": map[string]any{"identityProvider": identity.Provider, "listenerRegistered": listenerRegistered},
 		"credentialsOperator/status.identityConfig": "secret created",
 		"implementation": map[string]any{"ready": true},
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/listener/hubtest"
 	"github.com/odaflow/odaflow/oda"
 )
 
@@ -28,6 +29,15 @@ type fakeKeycloak struct {
 	driftNext bool
 	// rotatedFor is the rotate-credentials value already handled.
 	rotatedFor string
+	// hub is a TMF hub double the real RegisterHub and UnregisterHub
+	// activities talk to; roleEvents are the ApplyRoleEvent calls, and
+	// roleFail, when set, fails them.
+	hub        *hubtest.Hub
+	roleEvents []activities.ApplyRoleEventInput
+	roleFail   func() error
+	// hubsAtDelete is how many subscriptions the hub held when the client
+	// was deleted.
+	hubsAtDelete []int
 }
 
 func (f *fakeKeycloak) events() []string {
@@ -51,14 +61,28 @@ func (f *fakeKeycloak) lastStatus() map[string]any {
 
 func newIdentityEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeKeycloak) {
 	t.Helper()
+	hub := hubtest.New()
+	t.Cleanup(hub.Close)
+	return newIdentityEnvWithHub(t, hub)
+}
+
+// newIdentityEnvWithHub shares a hub double between runs (Continue-As-New).
+func newIdentityEnvWithHub(t *testing.T, hub *hubtest.Hub) (*testsuite.TestWorkflowEnvironment, *fakeKeycloak) {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(IdentityConfigWorkflow)
-	var id *activities.Identity
+	f := &fakeKeycloak{hub: hub}
+	// The hub activities are real, against the hub double; the Keycloak
+	// ones are mocked below.
+	id := &activities.Identity{Hub: activities.HubConfig{
+		ListenerBaseURL: "http://odaflow-worker.canvas.svc.cluster.local:8080",
+		Keys:            func() ([][]byte, error) { return [][]byte{[]byte("workflow-test-listener-key-0123456789")}, nil },
+		HTTP:            f.hub.Client(),
+	}}
 	var kube *activities.Kube
 	env.RegisterActivity(id)
 	env.RegisterActivity(kube)
-	f := &fakeKeycloak{}
 	env.OnActivity(id.EnsureIdentity, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.EnsureIdentityInput) (activities.EnsureIdentityResult, error) {
 			f.ensures = append(f.ensures, in)
@@ -84,10 +108,21 @@ func newIdentityEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeKeyc
 	env.OnActivity(id.DeleteIdentity, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.DeleteIdentityInput) (activities.DeleteIdentityResult, error) {
 			f.deletes++
+			f.hubsAtDelete = append(f.hubsAtDelete, len(f.hub.Subscriptions()))
 			if f.failWith != nil {
 				return activities.DeleteIdentityResult{}, f.failWith()
 			}
 			return activities.DeleteIdentityResult{ClientDeleted: true}, nil
+		})
+	env.OnActivity(id.ApplyRoleEvent, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ApplyRoleEventInput) (activities.ApplyRoleEventResult, error) {
+			f.roleEvents = append(f.roleEvents, in)
+			if f.roleFail != nil {
+				if err := f.roleFail(); err != nil {
+					return activities.ApplyRoleEventResult{}, err
+				}
+			}
+			return activities.ApplyRoleEventResult{Changed: true}, nil
 		})
 	env.OnActivity(kube.WriteStatus, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.WriteStatusInput) error {

@@ -189,10 +189,11 @@ func (r *resourceLoop) retryAfter(ctx workflow.Context, d time.Duration, summary
 	r.retry = workflow.NewTimerWithOptions(ctx, d, workflow.TimerOptions{Summary: summary})
 }
 
-// succeeded clears the failure streak.
+// succeeded ends the failure streak. The failure itself stays until the
+// next report replaces it, so that report can tell a recovery (and record
+// an Event for it) from a steady state.
 func (r *resourceLoop) succeeded() {
 	r.st.Failures = 0
-	r.st.Failure = nil
 }
 
 // report writes the resource's status with a Ready condition for phase and
@@ -222,7 +223,7 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	switch {
 	case failure != nil && (r.st.Failure == nil || *r.st.Failure != *failure || r.st.Phase != phase):
 		event = &activities.Event{Type: "Warning", Reason: failure.Reason, Message: failure.Message}
-	case failure == nil && phase != r.st.Phase:
+	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil):
 		event = &activities.Event{Type: "Normal", Reason: phase, Message: cond.Message}
 	}
 	var kube *activities.Kube

@@ -55,6 +55,11 @@ type Worker struct {
 	KongAdminTokenFile string
 	// Keycloak is the identity platform of IdentityConfigs.
 	Keycloak Keycloak
+	// ListenerBaseURL is where a component's hub reaches this worker's
+	// identity listener; ListenerKeyFile holds the keys its tokens are
+	// derived from (a mounted Secret shared by every worker replica).
+	ListenerBaseURL string
+	ListenerKeyFile string
 }
 
 // Keycloak locates the identity platform and its admin credentials.
@@ -197,6 +202,10 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 		"namespace/name of the Secret holding the Keycloak admin username and password (env ODAFLOW_KEYCLOAK_ADMIN_SECRET)")
 	kcTimeout, _ := time.ParseDuration(env("ODAFLOW_KEYCLOAK_TIMEOUT", "20s"))
 	fs.DurationVar(&w.Keycloak.Timeout, "keycloak-timeout", kcTimeout, "timeout of one Keycloak request (env ODAFLOW_KEYCLOAK_TIMEOUT)")
+	fs.StringVar(&w.ListenerBaseURL, "listener-base-url", env("ODAFLOW_LISTENER_BASE_URL", ""),
+		"URL at which component hubs reach this worker's identity listener, e.g. http://odaflow-worker.canvas.svc:8080; empty registers no hub (env ODAFLOW_LISTENER_BASE_URL)")
+	fs.StringVar(&w.ListenerKeyFile, "listener-key-file", env("ODAFLOW_LISTENER_KEY_FILE", ""),
+		"file of listener keys, one per line, at least 32 bytes each, the first signing (env ODAFLOW_LISTENER_KEY_FILE)")
 	fs.StringVar(&w.ServiceInventoryURL, "service-inventory-url", env("ODAFLOW_SERVICE_INVENTORY_URL", ""),
 		"TMF638 Service Inventory (Canvas Info) API base, up to /service, where resolved dependencies are recorded; empty records nothing (env ODAFLOW_SERVICE_INVENTORY_URL)")
 }
@@ -222,6 +231,13 @@ func (w Worker) Validate() error {
 		}
 		if ns, name, ok := strings.Cut(w.Keycloak.AdminSecret, "/"); !ok || ns == "" || name == "" {
 			errs = append(errs, fmt.Errorf("--keycloak-url needs --keycloak-admin-secret as namespace/name, got %q", w.Keycloak.AdminSecret))
+		}
+	}
+	if (w.ListenerBaseURL == "") != (w.ListenerKeyFile == "") {
+		errs = append(errs, errors.New("--listener-base-url and --listener-key-file go together"))
+	} else if w.ListenerBaseURL != "" {
+		if parsed, err := url.Parse(w.ListenerBaseURL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" || parsed.RawQuery != "" {
+			errs = append(errs, fmt.Errorf("--listener-base-url %q must be an http(s) URL without a query", w.ListenerBaseURL))
 		}
 	}
 	if u := w.ServiceInventoryURL; u != "" {

@@ -222,10 +222,27 @@ func TemporalCheck(cl client.Client) func(context.Context) error {
 	}
 }
 
+// Route is a handler a process serves next to health and metrics (the
+// worker's identity listener), provided into the "http-routes" group.
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
+// Routes collects the Route values of the fx group.
+type Routes struct {
+	fx.In
+	Routes []Route `group:"http-routes"`
+}
+
 // ServeHTTP serves /healthz (the process is alive), /readyz (its
-// dependencies answer) and /metrics for the life of the fx app.
-func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, health *Health, log *slog.Logger) {
+// dependencies answer), /metrics and the process's own routes for the life
+// of the fx app.
+func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, health *Health, log *slog.Logger, extra Routes) {
 	mux := http.NewServeMux()
+	for _, r := range extra.Routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := health.Ready(r.Context()); err != nil {

@@ -247,6 +247,9 @@ func checkCRD(t *testing.T, crd map[string]any, plural string) {
 
 func get(m any, path ...string) any {
 	for _, p := range path {
+		if o, ok := m.(object); ok { // a rendered manifest (helm_test.go)
+			m = map[string]any(o)
+		}
 		mm, ok := m.(map[string]any)
 		if !ok {
 			return nil

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/doubles/keycloak"
 	"github.com/odaflow/odaflow/internal/doubles/serviceinventory"
-	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"

@@ -135,14 +135,6 @@ Environment and arguments common to the worker and the watcher. The odaflow
 binary reads each flag from the env var named here (see README.md).
 */}}
 {{- define "odaflow.commonEnv" -}}
-- name: POD_NAMESPACE
-  valueFrom:
-    fieldRef:
-      fieldPath: metadata.namespace
-- name: POD_NAME
-  valueFrom:
-    fieldRef:
-      fieldPath: metadata.name
 - name: ODAFLOW_TEMPORAL_ADDRESS
   value: {{ required "temporal.address is required" .Values.temporal.address | quote }}
 - name: ODAFLOW_TEMPORAL_NAMESPACE
@@ -228,4 +220,24 @@ readinessProbe:
   {{- toYaml .Values.probes.readiness | nindent 2 }}
 securityContext:
   {{- toYaml .Values.securityContext | nindent 2 }}
+{{- end }}
+
+{{/* namespace/name of the Keycloak admin Secret (--keycloak-admin-secret). */}}
+{{- define "odaflow.keycloakAdminSecret" -}}
+{{- $name := required "keycloak.adminSecret.name (an existing Secret with username and password) is required when keycloak.enabled" .Values.keycloak.adminSecret.name }}
+{{- printf "%s/%s" (.Values.keycloak.adminSecret.namespace | default .Release.Namespace) $name }}
+{{- end }}
+
+{{/*
+Vault settings the worker and the webhook share: the address, the sidecars'
+kubernetes auth mount and TLS verification. Flag names: see
+cmd/odaflow/webhook.go (webhook) and the worker's Vault flags.
+*/}}
+{{- define "odaflow.vaultEnv" -}}
+- name: ODAFLOW_VAULT_ADDRESS
+  value: {{ required "vault.address is required when vault.enabled" .Values.vault.address | quote }}
+- name: ODAFLOW_VAULT_AUTH_PATH
+  value: {{ .Values.vault.sidecarAuthPath | quote }}
+- name: ODAFLOW_VAULT_SKIP_VERIFY
+  value: {{ .Values.vault.skipVerify | toString | quote }}
 {{- end }}

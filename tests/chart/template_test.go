@@ -1,0 +1,347 @@
+package chart
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const fullValues = "testdata/values-full.yaml"
+
+// pendingWorkerEnv are the worker's Vault settings the chart renders before
+// `odaflow worker` has the flags (being added with the Vault activities).
+// Each is listed so that a rename on either side is a visible decision;
+// once the worker names one in its -h output it is checked like the rest.
+var pendingWorkerEnv = []string{
+	"ODAFLOW_VAULT_ADDRESS", "ODAFLOW_VAULT_TOKEN_FILE", "ODAFLOW_VAULT_AUTH_ROLE",
+	"ODAFLOW_VAULT_SKIP_VERIFY", "ODAFLOW_VAULT_AUTH_PATH", "ODAFLOW_VAULT_LOGIN_AUTH_PATH",
+	"ODAFLOW_VAULT_CA_FILE", "ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE",
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, tc := range []struct{ name, values string }{{"default", ""}, {"full", fullValues}} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"lint", "--strict", "--kube-version", kubeVersion, chartDir}
+			if tc.values != "" {
+				args = append(args, "--values", tc.values)
+			}
+			out, err := runHelm(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "0 chart(s) failed") {
+				t.Fatalf("helm lint:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestTemplateDefault pins what a default install creates.
+func TestTemplateDefault(t *testing.T) {
+	objs := render(t, "odaflow", "canvas", "")
+	want := []string{
+		"Certificate canvas/odaflow-webhook",
+		"Certificate canvas/odaflow-webhook-ca",
+		"ClusterRole odaflow-watcher",
+		"ClusterRole odaflow-worker",
+		"ClusterRoleBinding odaflow-watcher",
+		"ClusterRoleBinding odaflow-worker",
+		"Deployment canvas/odaflow-watcher",
+		"Deployment canvas/odaflow-webhook",
+		"Deployment canvas/odaflow-worker",
+		"Issuer canvas/odaflow-webhook-ca",
+		"Issuer canvas/odaflow-webhook-selfsigned",
+		"PodDisruptionBudget canvas/odaflow-watcher",
+		"PodDisruptionBudget canvas/odaflow-webhook",
+		"PodDisruptionBudget canvas/odaflow-worker",
+		"Role canvas/odaflow-watcher-leader-election",
+		"RoleBinding canvas/odaflow-watcher-leader-election",
+		"Service canvas/odaflow-webhook",
+		"ServiceAccount canvas/odaflow-watcher",
+		"ServiceAccount canvas/odaflow-webhook",
+		"ServiceAccount canvas/odaflow-worker",
+	}
+	if got := ids(objs, true); !reflect.DeepEqual(got, want) {
+		t.Errorf("default install renders\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if n := len(findAll(objs, "CustomResourceDefinition")); n != 7 {
+		t.Errorf("want the 7 ODA CRDs, got %d", n)
+	}
+	watcher := find(t, objs, "Deployment", "odaflow-watcher")
+	if r := get(watcher, "spec", "replicas"); r != float64(2) {
+		t.Errorf("watcher replicas = %v, want 2", r)
+	}
+	wc := container(t, watcher)
+	if args := argsOf(wc); !slices.Contains(args, "--leader-elect=true") || !slices.Contains(args, "--identity-check-interval=10m") {
+		t.Errorf("watcher args %v lack leader election or the identity check interval", args)
+	}
+	env := envOf(container(t, find(t, objs, "Deployment", "odaflow-worker")))
+	if env["ODAFLOW_NAMESPACES"] != "components,odacompns-*" || env["ODAFLOW_GATEWAY"] != "istio" {
+		t.Errorf("worker env %v", env)
+	}
+	for _, k := range []string{"ODAFLOW_KEYCLOAK_URL", "ODAFLOW_VAULT_ADDRESS", "ODAFLOW_SERVICE_INVENTORY_URL", "ODAFLOW_KONG_ADMIN_URL"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("default worker env sets %s; the integration is off by default", k)
+		}
+	}
+	checkWorkloads(t, objs)
+}
+
+// TestTemplateFull renders every option and checks each reaches the flag or
+// file the binary reads.
+func TestTemplateFull(t *testing.T) {
+	objs := render(t, "odaflow", "canvas", fullValues)
+	checkWorkloads(t, objs)
+
+	worker := find(t, objs, "Deployment", "odaflow-worker")
+	wc := container(t, worker)
+	env := envOf(wc)
+	for k, v := range map[string]string{
+		"ODAFLOW_TEMPORAL_ADDRESS":      "temporal.example.com:7233",
+		"ODAFLOW_TEMPORAL_NAMESPACE":    "odaflow-prod",
+		"ODAFLOW_TASK_QUEUE":            "odaflow-prod",
+		"ODAFLOW_GATEWAY":               "kong-admin",
+		"ODAFLOW_PUBLIC_HOSTNAME":       "apis.example.com",
+		"ODAFLOW_KONG_ADMIN_URL":        "http://kong-admin.kong:8001",
+		"ODAFLOW_KONG_ADMIN_TOKEN_FILE": "/var/run/secrets/odaflow/kong/token",
+		"ODAFLOW_KEYCLOAK_URL":          "http://keycloak.canvas:8083/auth",
+		"ODAFLOW_KEYCLOAK_REALM":        "odari",
+		"ODAFLOW_KEYCLOAK_ADMIN_REALM":  "master",
+		"ODAFLOW_KEYCLOAK_ADMIN_SECRET": "canvas/keycloak-admin",
+		"ODAFLOW_KEYCLOAK_TIMEOUT":      "30s",
+		"ODAFLOW_SERVICE_INVENTORY_URL": "http://info.canvas.svc.cluster.local/tmf-api/serviceInventoryManagement/v5",
+		"ODAFLOW_VAULT_ADDRESS":         "https://vault.canvas-vault:8200",
+		"ODAFLOW_VAULT_TOKEN_FILE":      "/var/run/secrets/odaflow/vault/token",
+		"ODAFLOW_VAULT_SKIP_VERIFY":     "false",
+		"ODAFLOW_VAULT_CA_FILE":         "/var/run/secrets/odaflow/vault-ca/ca.crt",
+	} {
+		if env[k] != v {
+			t.Errorf("worker env %s = %q, want %q", k, env[k], v)
+		}
+	}
+	args := argsOf(wc)
+	for _, a := range []string{
+		"--temporal-tls-cert=/var/run/secrets/odaflow/temporal-tls/tls.crt",
+		"--temporal-tls-key=/var/run/secrets/odaflow/temporal-tls/tls.key",
+		"--temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/ca.crt",
+		"--temporal-tls-server-name=temporal.example.com",
+		"--temporal-api-key-file=/var/run/secrets/odaflow/temporal-api-key/api-key",
+	} {
+		if !slices.Contains(args, a) {
+			t.Errorf("worker args %v lack %s", args, a)
+		}
+	}
+	// Every file the flags name is under a mount of the Secret it comes from.
+	mounts := map[string]string{} // mount path -> volume
+	for _, m := range list(wc["volumeMounts"]) {
+		mm := mapOf(m)
+		mounts[mm["mountPath"].(string)] = mm["name"].(string)
+	}
+	secretOf := map[string]string{} // volume -> secret
+	for _, v := range list(get(worker, "spec", "template", "spec", "volumes")) {
+		vm := mapOf(v)
+		if s := str(vm, "secret", "secretName"); s != "" {
+			secretOf[vm["name"].(string)] = s
+		}
+	}
+	for file, secret := range map[string]string{
+		"/var/run/secrets/odaflow/kong/token":               "kong-admin-token",
+		"/var/run/secrets/odaflow/vault/token":              "vault-token",
+		"/var/run/secrets/odaflow/vault-ca/ca.crt":          "vault-ca",
+		"/var/run/secrets/odaflow/temporal-tls/tls.crt":     "temporal-mtls",
+		"/var/run/secrets/odaflow/temporal-api-key/api-key": "temporal-api-key",
+	} {
+		dir := file[:strings.LastIndex(file, "/")]
+		if got := secretOf[mounts[dir]]; got != secret {
+			t.Errorf("%s: mounted from Secret %q, want %q", file, got, secret)
+		}
+	}
+
+	// The Keycloak admin Secret is read through the API, never mounted, and
+	// only that one Secret is readable.
+	for _, s := range secretOf {
+		if s == "keycloak-admin" {
+			t.Error("the Keycloak admin Secret is mounted; the worker reads it through the API")
+		}
+	}
+	kc := find(t, objs, "Role", "odaflow-worker-keycloak-admin")
+	if kc.namespace() != "canvas" {
+		t.Errorf("Keycloak admin Role in %q, want canvas", kc.namespace())
+	}
+	rules := list(kc["rules"])
+	if len(rules) != 1 || !reflect.DeepEqual(get(mapOf(rules[0]), "resourceNames"), []any{"keycloak-admin"}) ||
+		!reflect.DeepEqual(get(mapOf(rules[0]), "verbs"), []any{"get"}) {
+		t.Errorf("Keycloak admin Role rules %v, want get on resourceNames [keycloak-admin]", rules)
+	}
+
+	watcherC := container(t, find(t, objs, "Deployment", "odaflow-watcher"))
+	if !slices.Contains(argsOf(watcherC), "--identity-check-interval=5m") {
+		t.Errorf("watcher args %v", argsOf(watcherC))
+	}
+	webhookC := container(t, find(t, objs, "Deployment", "odaflow-webhook"))
+	wenv := envOf(webhookC)
+	if wenv["ODAFLOW_SIDECAR_INJECTION"] != "true" || wenv["ODAFLOW_VAULT_ADDRESS"] != "https://vault.canvas-vault:8200" || wenv["ODAFLOW_SIDECAR_NAMESPACE"] != "components" {
+		t.Errorf("webhook env %v", wenv)
+	}
+	find(t, objs, "MutatingWebhookConfiguration", "odaflow-sidecar")
+	find(t, objs, "Role", "odaflow-webhook")
+	find(t, objs, "ClusterRoleBinding", "odaflow-worker-auth-delegator")
+
+	// The umbrella's registry wins; pull secrets are merged without duplicates.
+	for _, d := range findAll(objs, "Deployment") {
+		c := container(t, d)
+		if img := c["image"].(string); img != "registry.example.com/mirror/odaflow/odaflow:0.1.0" {
+			t.Errorf("%s image %s", d.id(), img)
+		}
+		var pulls []string
+		for _, p := range list(get(d, "spec", "template", "spec", "imagePullSecrets")) {
+			pulls = append(pulls, mapOf(p)["name"].(string))
+		}
+		if !reflect.DeepEqual(pulls, []string{"umbrella-pull", "odaflow-pull"}) {
+			t.Errorf("%s imagePullSecrets %v", d.id(), pulls)
+		}
+	}
+}
+
+// checkWorkloads holds for every rendering: each container runs a real
+// odaflow subcommand with real flags and environment variables, hardened,
+// with probes and resources, and no credential is a value.
+func checkWorkloads(t *testing.T, objs []object) {
+	t.Helper()
+	if n := len(findAll(objs, "Secret")); n != 0 {
+		t.Errorf("the chart renders %d Secrets; credentials come only from existing ones", n)
+	}
+	for _, d := range findAll(objs, "Deployment") {
+		c := container(t, d)
+		args := argsOf(c)
+		if len(args) == 0 {
+			t.Fatalf("%s: no args", d.id())
+		}
+		cmd := args[0]
+		checkArgs(t, d.id(), cmd, args[1:])
+		u := usageOf(t, cmd)
+		for _, e := range list(c["env"]) {
+			m := mapOf(e)
+			name := m["name"].(string)
+			if vf := mapOf(m["valueFrom"]); vf["secretKeyRef"] != nil {
+				t.Errorf("%s: env %s comes from a Secret; credentials are mounted as files", d.id(), name)
+			}
+			if !u.envs[name] && !(cmd == "worker" && slices.Contains(pendingWorkerEnv, name)) {
+				t.Errorf("%s: odaflow %s reads no env %s", d.id(), cmd, name)
+			}
+			if v, _ := m["value"].(string); strings.Contains(strings.ToLower(name), "password") || strings.Contains(strings.ToLower(name), "token") && !strings.HasSuffix(name, "_FILE") && v != "" {
+				t.Errorf("%s: env %s=%q looks like a credential value", d.id(), name, v)
+			}
+		}
+		pod := mapOf(get(d, "spec", "template", "spec"))
+		psc := mapOf(pod["securityContext"])
+		if psc["runAsNonRoot"] != true || str(psc, "seccompProfile", "type") != "RuntimeDefault" {
+			t.Errorf("%s pod securityContext %v", d.id(), psc)
+		}
+		sc := mapOf(c["securityContext"])
+		if sc["runAsNonRoot"] != true || sc["readOnlyRootFilesystem"] != true || sc["allowPrivilegeEscalation"] != false ||
+			!reflect.DeepEqual(get(sc, "capabilities", "drop"), []any{"ALL"}) || str(sc, "seccompProfile", "type") != "RuntimeDefault" {
+			t.Errorf("%s container securityContext %v", d.id(), sc)
+		}
+		if uid, _ := sc["runAsUser"].(float64); uid == 0 {
+			t.Errorf("%s runs as uid 0", d.id())
+		}
+		for _, p := range []string{"livenessProbe", "readinessProbe"} {
+			if str(mapOf(c[p]), "httpGet", "path") == "" {
+				t.Errorf("%s has no HTTP %s", d.id(), p)
+			}
+		}
+		if get(c, "resources", "requests", "memory") == nil || get(c, "resources", "limits", "memory") == nil {
+			t.Errorf("%s has no memory request and limit", d.id())
+		}
+		name := strings.TrimPrefix(d.name(), "odaflow-")
+		if pdb := find(t, objs, "PodDisruptionBudget", d.name()); !reflect.DeepEqual(get(pdb, "spec", "selector", "matchLabels"), get(d, "spec", "selector", "matchLabels")) {
+			t.Errorf("PodDisruptionBudget of %s selects %v", name, get(pdb, "spec", "selector"))
+		}
+	}
+}
+
+// TestTemplateGateways checks the gateway kinds the worker may write follow
+// gateway.type, and that rbac.scope=namespaced keeps every write namespaced.
+func TestTemplateGateways(t *testing.T) {
+	has := func(objs []object, kind, name, group, resource, verb string) bool {
+		for _, o := range objs {
+			if o.kind() != kind || o.name() != name {
+				continue
+			}
+			for _, r := range list(o["rules"]) {
+				rm := mapOf(r)
+				if slices.Contains(list(rm["apiGroups"]), any(group)) && slices.Contains(list(rm["resources"]), any(resource)) && slices.Contains(list(rm["verbs"]), any(verb)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	cases := []struct {
+		gateway string
+		kind    string // where the rule is: ClusterRole odaflow-worker or Role odaflow-worker-gateway
+		name    string
+		group   string
+		res     string
+		want    bool
+	}{
+		{"istio", "ClusterRole", "odaflow-worker", "networking.istio.io", "virtualservices", true},
+		{"istio", "ClusterRole", "odaflow-worker", "gateway.networking.k8s.io", "httproutes", false},
+		{"kong", "ClusterRole", "odaflow-worker", "gateway.networking.k8s.io", "httproutes", true},
+		{"kong", "ClusterRole", "odaflow-worker", "configuration.konghq.com", "kongplugins", true},
+		{"kong", "Role", "odaflow-worker-gateway", "gateway.networking.k8s.io", "referencegrants", true},
+		{"kong", "ClusterRole", "odaflow-worker", "gateway.networking.k8s.io", "referencegrants", false},
+		{"apisix", "Role", "odaflow-worker-gateway", "apisix.apache.org", "apisixroutes", true},
+		{"apisix", "ClusterRole", "odaflow-worker", "apisix.apache.org", "apisixroutes", false},
+		{"kong-admin", "ClusterRole", "odaflow-worker", "networking.istio.io", "virtualservices", false},
+	}
+	for _, tc := range cases {
+		sets := []string{"gateway.type=" + tc.gateway}
+		if tc.gateway == "kong-admin" {
+			sets = append(sets, "kong.adminURL=http://kong-admin.kong:8001")
+		}
+		objs := render(t, "odaflow", "canvas", "", sets...)
+		if got := has(objs, tc.kind, tc.name, tc.group, tc.res, "create"); got != tc.want {
+			t.Errorf("gateway %s: %s %s may create %s = %v, want %v", tc.gateway, tc.kind, tc.name, tc.res, got, tc.want)
+		}
+	}
+
+	objs := render(t, "odaflow", "canvas", "", "rbac.scope=namespaced", "watchNamespaces={components,odacomp}")
+	for _, o := range objs {
+		if (o.kind() == "ClusterRole" || o.kind() == "ClusterRoleBinding") && strings.Contains(o.name(), "worker") {
+			t.Errorf("rbac.scope=namespaced renders %s", o.id())
+		}
+	}
+	for _, ns := range []string{"components", "odacomp"} {
+		found := false
+		for _, r := range findAll(objs, "Role") {
+			found = found || (r.name() == "odaflow-worker" && r.namespace() == ns)
+		}
+		if !found {
+			t.Errorf("rbac.scope=namespaced: no worker Role in %s", ns)
+		}
+	}
+}
+
+// TestTemplateRejects checks the chart refuses configurations that cannot work.
+func TestTemplateRejects(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"gateway.type=nginx"}, "gateway.type must be one of"},
+		{[]string{"gateway.type=kong-admin"}, "kong.adminURL is required"},
+		{[]string{"keycloak.enabled=true"}, "keycloak.adminSecret.name"},
+		{[]string{"vault.enabled=true"}, "vault.tokenSecret.name or vault.kubernetesAuthRole"},
+		{[]string{"webhook.sidecarInjection.enabled=true"}, "needs vault.enabled"},
+		{[]string{"rbac.scope=namespaced"}, "cannot grant access to glob namespaces"},
+		{[]string{"watcher.leaderElection.enabled=false"}, "needs watcher.leaderElection.enabled"},
+	} {
+		_, err := renderRaw(t, "odaflow", "canvas", "", tc.sets...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %v: error %v, want one saying %q", tc.sets, err, tc.want)
+		}
+	}
+}
