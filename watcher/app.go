@@ -56,6 +56,12 @@ func DefaultLifecycles(opts LifecycleOptions) map[string]Lifecycle {
 				return workflows.IdentityConfigInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit, CheckInterval: opts.IdentityCheckInterval}
 			},
 		},
+		oda.KindSecretsManagement.Name: {
+			Workflow: workflows.SecretsManagementWorkflow,
+			Input: func(ns, name string) any {
+				return workflows.SecretsManagementInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
+			},
+		},
 		oda.KindDependentAPI.Name: {
 			Workflow: workflows.DependentAPIWorkflow,
 			Input: func(ns, name string) any {
@@ -90,10 +96,13 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	metrics := NewMetrics(reg)
 	health.Add("kubernetes", runtime.KubeCheck(core))
 	health.Add("temporal", runtime.TemporalCheck(temporal))
+	// searchAttributes is decided once, before the first start: a missing
+	// attribute would make every start fail.
+	searchAttributes := false
 	newWatcher := func() *Watcher {
 		return New(Config{
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval}),
-			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace,
+			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,6 +111,13 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 		OnStart: func(context.Context) error {
 			go func() {
 				defer close(done)
+				if cfg.SearchAttributes {
+					searchAttributes = runtime.EnsureSearchAttributesWithRetry(ctx, temporal.OperatorService(), cfg.TemporalNamespace,
+						workflows.SearchAttributeNames, log.With("component", "watcher"))
+				}
+				if ctx.Err() != nil {
+					return
+				}
 				if !cfg.LeaderElect {
 					if err := newWatcher().Run(ctx); err != nil {
 						log.Error("watcher stopped", "err", err)

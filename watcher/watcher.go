@@ -65,6 +65,10 @@ type Config struct {
 	// Service ("" namespace = all).
 	IngressSelector  labels.Selector
 	IngressNamespace string
+	// SearchAttributes starts workflows with OdaComponent, K8sNamespace and
+	// OdaKind and asks them to keep DeploymentStatus current; on only when
+	// the attributes are registered on the Temporal namespace.
+	SearchAttributes bool
 }
 
 // Watcher is the event → signal bridge.
@@ -95,6 +99,10 @@ type Watcher struct {
 	uids    map[key]string
 	parents map[key]string
 	firstAt map[key]time.Time
+	// failed are the resources whose status says Failed now; reached the
+	// uids seen at their goal (so a lifecycle duration is observed once).
+	failed  map[key]bool
+	reached map[string]bool
 }
 
 type key struct {
@@ -132,6 +140,8 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 		uids:    map[key]string{},
 		parents: map[key]string{},
 		firstAt: map[key]time.Time{},
+		failed:  map[key]bool{},
+		reached: map[string]bool{},
 	}
 	for _, kind := range oda.Kinds {
 		if kind == oda.KindPublishedNotification || kind == oda.KindSubscribedNotification {
@@ -232,6 +242,7 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		w.metrics.Events.WithLabelValues(kind).Inc()
 		own := key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
 		now := time.Now()
+		w.observeLifecycle(kind, old, u, deleted, now)
 		w.mu.Lock()
 		if deleted {
 			w.uids[own] = string(u.GetUID())
@@ -431,15 +442,12 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		return nil
 	}
 	lc := w.cfg.Lifecycles[k.Kind]
-	opts := client.StartWorkflowOptions{
-		ID:        id,
-		TaskQueue: w.cfg.TaskQueue,
-		// A finished lifecycle under this ID (a deleted object) does not
-		// block a new object of the same name.
-		WorkflowIDReusePolicy: 1, // ALLOW_DUPLICATE
-		StaticSummary:         fmt.Sprintf("%s %s in namespace %s", k.Kind, k.Name, k.Namespace),
+	opts := w.startOptions(k.Kind, obj)
+	input := lc.Input(k.Namespace, k.Name)
+	if in, ok := input.(workflows.SearchAttributesInput); ok && w.cfg.SearchAttributes {
+		input = in.WithSearchAttributes(true)
 	}
-	if _, err := w.temp.SignalWithStartWorkflow(ctx, id, workflows.SignalResourceEvent, ev, opts, lc.Workflow, lc.Input(k.Namespace, k.Name)); err != nil {
+	if _, err := w.temp.SignalWithStartWorkflow(ctx, id, workflows.SignalResourceEvent, ev, opts, lc.Workflow, input); err != nil {
 		w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalResourceEvent, "error").Inc()
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
@@ -585,6 +593,12 @@ type Metrics struct {
 	Signals *prometheus.CounterVec
 	Dedup   *prometheus.CounterVec
 	Latency *prometheus.HistogramVec
+	// Lifecycle is the time from a resource's creation to its first
+	// arrival at its goal; Failed the resources Failed now, FailedTotal
+	// the transitions into Failed.
+	Lifecycle   *prometheus.HistogramVec
+	Failed      *prometheus.GaugeVec
+	FailedTotal *prometheus.CounterVec
 }
 
 // NewMetrics registers the watcher's metrics.
@@ -603,9 +617,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "odaflow_watcher_event_to_signal_seconds", Help: "Time from a watch event to its signal (or the decision that none is needed).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"kind"}),
+		Lifecycle: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "odaflow_lifecycle_duration_seconds",
+			Help: "Time from a resource's creation to its first arrival at its goal (Component Complete, ExposedAPI Exposed, DependentAPI Resolved, IdentityConfig Ready), by kind.",
+			// From a fraction of a second (everything simulated) to an hour
+			// (a provider that came late).
+			Buckets: prometheus.ExponentialBuckets(0.25, 2, 15),
+		}, []string{"kind"}),
+		Failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "odaflow_resources_failed", Help: "Resources whose status says Failed now, by kind.",
+		}, []string{"kind"}),
+		FailedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "odaflow_resources_failed_total", Help: "Resources seen turning Failed, by kind.",
+		}, []string{"kind"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Signals, m.Dedup, m.Latency)
+		reg.MustRegister(m.Events, m.Signals, m.Dedup, m.Latency, m.Lifecycle, m.Failed, m.FailedTotal)
 	}
 	return m
 }

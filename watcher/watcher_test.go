@@ -156,6 +156,8 @@ type harnessOptions struct {
 	core       []runtime.Object
 	fail       func(c call, attempt int) error
 	lifecycles map[string]Lifecycle
+	// searchAttributes is Config.SearchAttributes.
+	searchAttributes bool
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -221,7 +223,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	sig := newFakeSignaller()
 	sig.fail = o.fail
 	metrics := NewMetrics(prometheus.NewRegistry())
-	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers},
+	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -736,6 +738,8 @@ func TestWatcherChildStatusKnownAfterRestart(t *testing.T) {
 	sm.SetUID("uid-sm")
 	sm.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: oda.APIVersion, Kind: "Component", Name: "r1", UID: parent.GetUID(), Controller: ptr.To(true)}})
 	sm.Object["status"] = map[string]any{"implementation": map[string]any{"ready": true}}
+	// Its own workflow handled it too.
+	setAnnotation(sm, oda.AnnotationObservedHash, DesiredStateHash(sm))
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{parent, sm}})
 	h.awaitCounter(h.metrics.Dedup, 1, "SecretsManagement", "parent-knows")
 	h.awaitCounter(h.metrics.Dedup, 1, "Component", "observed")

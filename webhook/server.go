@@ -1,10 +1,10 @@
 // Package webhook is odaflow's webhook server: one HTTPS listener for every
 // webhook the API server calls, started by `odaflow webhook`.
 //
-// Today it serves the Component conversion webhook (package conversion) at
-// /convert and at / (the path the Canvas CRD's clientConfig uses). Other
-// webhooks mount on the same server with Handle, e.g. the mutating pod
-// webhook at /mutate-pod, so that one process, one Service and one
+// It serves the Component conversion webhook (package conversion) at
+// /convert and at / (the path the Canvas CRD's clientConfig uses), and,
+// when configured, the secrets-sidecar mutating pod webhook (package
+// webhook/sidecar) at /mutate-pod, so that one process, one Service and one
 // certificate serve them all. /healthz (alive) and /readyz (serving, not
 // draining, certificate valid) are on the same listener, so the probes check
 // the TLS path the API server uses.
@@ -33,8 +33,11 @@ import (
 // Paths the server serves.
 const (
 	PathConvert = "/convert"
-	PathHealthz = "/healthz"
-	PathReadyz  = "/readyz"
+	// PathMutatePod is the secrets-sidecar webhook (package
+	// webhook/sidecar), served when Config.MutatePod is set.
+	PathMutatePod = "/mutate-pod"
+	PathHealthz   = "/healthz"
+	PathReadyz    = "/readyz"
 )
 
 // Defaults of Config.
@@ -65,6 +68,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long Run waits for requests in flight;
 	// DefaultShutdownTimeout when zero.
 	ShutdownTimeout time.Duration
+	// MutatePod, when set, is the mutating pod webhook served at
+	// PathMutatePod (the secrets sidecar injection).
+	MutatePod http.Handler
+	// ReadyChecks are further conditions of /readyz, e.g. the sidecar
+	// webhook's cache being synced: a webhook whose failure policy is Fail
+	// should not receive traffic before it can answer correctly.
+	ReadyChecks []func() error
 }
 
 // Server is one HTTPS server for all odaflow webhooks.
@@ -109,6 +119,9 @@ func New(cfg Config) (*Server, error) {
 	conv := conversion.NewHandler(log.With("webhook", "conversion"))
 	s.mux.Handle(PathConvert, conv)
 	s.mux.Handle("/{$}", conv) // the Canvas CRD's clientConfig path
+	if cfg.MutatePod != nil {
+		s.mux.Handle(PathMutatePod, cfg.MutatePod)
+	}
 	s.mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
@@ -240,6 +253,12 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	if err := s.certs.valid(time.Now()); err != nil {
 		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
 		return
+	}
+	for _, check := range s.cfg.ReadyChecks {
+		if err := check(); err != nil {
+			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 	}
 	_, _ = w.Write([]byte("ok\n"))
 }

@@ -34,6 +34,7 @@ func Register(w worker.Registry, acts Activities) {
 	w.RegisterActivity(acts.Exposure)
 	w.RegisterActivity(acts.Inventory)
 	w.RegisterActivity(acts.Identity)
+	w.RegisterActivity(acts.Vault)
 }
 
 // Activities are every activity implementation the worker serves.
@@ -43,6 +44,7 @@ type Activities struct {
 	Exposure  *activities.Exposure
 	Inventory *activities.ServiceInventory
 	Identity  *activities.Identity
+	Vault     *activities.Vault
 }
 
 // GatewayConfig maps the worker's flags onto the gateway rules.
@@ -91,6 +93,18 @@ func New(cfg config.Worker) *fx.App {
 			// registered by an earlier configuration gets a clear answer.
 			return runtime.Route{Pattern: "/listener/", Handler: listener.New(cl, listener.KeyFile(cfg.ListenerKeyFile), log.With("component", "listener"))}
 		}, fx.ResultTags(`group:"http-routes"`))),
+		fx.Provide(func(log *slog.Logger) (*activities.Vault, error) {
+			v := cfg.Vault
+			if v.Address == "" {
+				return activities.DisabledVault(), nil
+			}
+			return activities.NewVault(activities.VaultConfig{
+				Address: v.Address, CACertFile: v.CACertFile, SkipVerify: v.SkipVerify, TokenFile: v.TokenFile,
+				LoginAuthPath: v.LoginAuthPath, LoginRole: v.LoginRole, AuthPath: v.AuthPath,
+				KubernetesHost: v.KubernetesHost, KubernetesCACertFile: v.KubernetesCAFile,
+				TokenReviewerJWTFile: v.TokenReviewerJWTFile, Audience: v.Audience,
+			}, log.With("component", "vault"))
+		}),
 		fx.Invoke(run),
 	)
 }
@@ -114,6 +128,11 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, 
 		OnStart: func(context.Context) error {
 			go func() {
 				defer close(done)
+				if cfg.SearchAttributes {
+					// The watcher sets them too; whichever process has the
+					// right registers them, the other finds them there.
+					runtime.EnsureSearchAttributesWithRetry(ctx, cl.OperatorService(), cfg.TemporalNamespace, workflows.SearchAttributeNames, log)
+				}
 				startWithBackoff(ctx, log, "worker", w.Start)
 			}()
 			return nil

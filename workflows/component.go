@@ -27,6 +27,16 @@ type ComponentInput struct {
 	// HistoryLimit continues-as-new after this many events, before the
 	// server's own suggestion; 0 uses the default.
 	HistoryLimit int `json:"historyLimit,omitempty"`
+	// SearchAttributes keeps the DeploymentStatus search attribute equal to
+	// deployment_status (the watcher sets it when the attributes are
+	// registered on the Temporal namespace).
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// WithSearchAttributes implements SearchAttributesInput.
+func (in ComponentInput) WithSearchAttributes(on bool) any {
+	in.SearchAttributes = on
+	return in
 }
 
 // ComponentState is the Component workflow's whole memory.
@@ -80,6 +90,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, c.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
+	vis := newVisibility(ctx, in.SearchAttributes)
 	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
 	childCh := workflow.GetSignalChannel(ctx, SignalChildStatus)
 	c.adoptCh = workflow.GetSignalChannel(ctx, SignalAdopt)
@@ -96,7 +107,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 			// A new object under the same name: a new lifecycle, never the
 			// old one's state.
 			return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
-				Namespace: c.ns, Name: c.name, Pending: c.next, HistoryLimit: in.HistoryLimit,
+				Namespace: c.ns, Name: c.name, Pending: c.next, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
 			})
 		case c.gone:
 			c.releaseChildFinalizers(ctx)
@@ -106,12 +117,13 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 		if err := c.reconcile(ctx); err != nil {
 			return err
 		}
+		vis.publish(ctx, c.st.DeploymentStatus)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > c.historyLimit {
 			c.drain(events, childCh)
 			if c.next == nil && !c.gone && !c.dirty() {
 				st := c.st
 				return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
-					Namespace: c.ns, Name: c.name, State: &st, HistoryLimit: in.HistoryLimit,
+					Namespace: c.ns, Name: c.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
 				})
 			}
 		}

@@ -19,6 +19,15 @@ type DependentAPIInput struct {
 	State        *DependentAPIState `json:"state,omitempty"`
 	Pending      *ResourceEvent     `json:"pending,omitempty"`
 	HistoryLimit int                `json:"historyLimit,omitempty"`
+	// SearchAttributes keeps the DeploymentStatus search attribute equal to
+	// the phase.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// WithSearchAttributes implements SearchAttributesInput.
+func (in DependentAPIInput) WithSearchAttributes(on bool) any {
+	in.SearchAttributes = on
+	return in
 }
 
 // DependentAPIState is the DependentAPI workflow's whole memory.
@@ -57,9 +66,11 @@ func DependentAPIWorkflow(ctx workflow.Context, in DependentAPIInput) error {
 	}
 	d.loop = newResourceLoop(oda.Ref{Kind: oda.KindDependentAPI.Name, Namespace: in.Namespace, Name: in.Name}, &d.st.Resource, in.HistoryLimit)
 	d.historyLimit = in.HistoryLimit
+	d.searchAttributes = in.SearchAttributes
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, d.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
+	d.loop.vis = newVisibility(ctx, in.SearchAttributes)
 	return d.loop.run(ctx, d, in.Pending)
 }
 
@@ -68,6 +79,8 @@ type dependentAPI struct {
 	st           DependentAPIState
 	loop         *resourceLoop
 	historyLimit int
+	// searchAttributes is carried through Continue-As-New.
+	searchAttributes bool
 }
 
 func (d *dependentAPI) observe(ev ResourceEvent) {
@@ -80,7 +93,7 @@ func (d *dependentAPI) observe(ev ResourceEvent) {
 func (d *dependentAPI) waits(workflow.Context, *resourceLoop, workflow.Selector) {}
 
 func (d *dependentAPI) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
-	in := DependentAPIInput{Namespace: d.ns, Name: d.name, Pending: pending, HistoryLimit: d.historyLimit}
+	in := DependentAPIInput{Namespace: d.ns, Name: d.name, Pending: pending, HistoryLimit: d.historyLimit, SearchAttributes: d.searchAttributes}
 	if pending == nil {
 		st := d.st
 		in.State = &st

@@ -20,6 +20,15 @@ type ExposedAPIInput struct {
 	State        *ExposedAPIState `json:"state,omitempty"`
 	Pending      *ResourceEvent   `json:"pending,omitempty"`
 	HistoryLimit int              `json:"historyLimit,omitempty"`
+	// SearchAttributes keeps the DeploymentStatus search attribute equal to
+	// the phase.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// WithSearchAttributes implements SearchAttributesInput.
+func (in ExposedAPIInput) WithSearchAttributes(on bool) any {
+	in.SearchAttributes = on
+	return in
 }
 
 // ExposedAPIState is the ExposedAPI workflow's whole memory.
@@ -67,6 +76,7 @@ func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
+	vis := newVisibility(ctx, in.SearchAttributes)
 	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
 	if in.Pending != nil {
 		x.onEvent(*in.Pending)
@@ -79,18 +89,19 @@ func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
 		switch {
 		case x.next != nil:
 			return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
-				Namespace: x.ns, Name: x.name, Pending: x.next, HistoryLimit: in.HistoryLimit,
+				Namespace: x.ns, Name: x.name, Pending: x.next, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
 			})
 		case x.gone:
 			return nil
 		}
 		x.reconcile(ctx)
+		vis.publish(ctx, x.st.Phase)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit {
 			x.drain(events)
 			if x.next == nil && !x.gone && !x.dirty() {
 				st := x.st
 				return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
-					Namespace: x.ns, Name: x.name, State: &st, HistoryLimit: in.HistoryLimit,
+					Namespace: x.ns, Name: x.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
 				})
 			}
 		}

@@ -24,6 +24,15 @@ type IdentityConfigInput struct {
 	// CheckInterval is how often Keycloak is compared with the spec and
 	// repaired (default DefaultIdentityCheckInterval).
 	CheckInterval time.Duration `json:"checkInterval,omitempty"`
+	// SearchAttributes keeps the DeploymentStatus search attribute equal to
+	// the phase.
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// WithSearchAttributes implements SearchAttributesInput.
+func (in IdentityConfigInput) WithSearchAttributes(on bool) any {
+	in.SearchAttributes = on
+	return in
 }
 
 // DefaultIdentityCheckInterval is the drift check's default period.
@@ -76,7 +85,7 @@ const (
 // before releasing the finalizer, with skip-cleanup as the way out when
 // Keycloak stays unreachable.
 func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error {
-	x := &identityConfig{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, interval: in.CheckInterval}
+	x := &identityConfig{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, interval: in.CheckInterval, searchAttributes: in.SearchAttributes}
 	if x.interval <= 0 {
 		x.interval = DefaultIdentityCheckInterval
 	}
@@ -91,6 +100,7 @@ func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error 
 	// one branch.
 	x.version = workflow.GetVersion(ctx, changeHubListener, workflow.DefaultVersion, 1)
 	x.roleEvents = workflow.GetSignalChannel(ctx, identity.SignalRoleEvent)
+	x.loop.vis = newVisibility(ctx, in.SearchAttributes)
 	return x.loop.run(ctx, x, in.Pending)
 }
 
@@ -100,6 +110,8 @@ type identityConfig struct {
 	loop         *resourceLoop
 	historyLimit int
 	interval     time.Duration
+	// searchAttributes is carried through Continue-As-New.
+	searchAttributes bool
 	// drift is the pending drift-check timer; driftDue marks a reconcile
 	// the timer asked for.
 	drift    workflow.Future
@@ -150,7 +162,7 @@ func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workfl
 }
 
 func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
-	in := IdentityConfigInput{Namespace: x.ns, Name: x.name, Pending: pending, HistoryLimit: x.historyLimit, CheckInterval: x.interval}
+	in := IdentityConfigInput{Namespace: x.ns, Name: x.name, Pending: pending, HistoryLimit: x.historyLimit, CheckInterval: x.interval, SearchAttributes: x.searchAttributes}
 	if pending == nil {
 		// Signals still in the channel would be lost with this run.
 		var ev identity.RoleEvent

@@ -8,4 +8,5 @@ func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflow(ExposedAPIWorkflow)
 	r.RegisterWorkflow(DependentAPIWorkflow)
 	r.RegisterWorkflow(IdentityConfigWorkflow)
+	r.RegisterWorkflow(SecretsManagementWorkflow)
 }

@@ -67,6 +67,9 @@ type resourceLoop struct {
 	// released is set once the finalizers are off: what remains is the
 	// object's disappearance (a Deleted event ends the workflow).
 	released bool
+	// vis keeps the DeploymentStatus search attribute equal to the phase;
+	// nil for a kind that does not ask for it.
+	vis *visibility
 }
 
 func newResourceLoop(ref oda.Ref, st *ResourceState, historyLimit int) *resourceLoop {
@@ -112,6 +115,7 @@ func (r *resourceLoop) run(ctx workflow.Context, kind resourceKind, pending *Res
 		r.retryDue, r.due = false, false
 		r.st.DoneHash = r.st.Hash
 		kind.reconcile(ctx, r)
+		r.vis.publish(ctx, r.st.Phase)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.limit {
 			r.drain(events)
 			if r.next == nil && !r.gone && !r.dirty() {

@@ -113,6 +113,7 @@ func runDev(args []string) error {
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
 		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway",
+		SearchAttributes: true,
 	}
 	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway"}
 	wcfg.HTTPAddress = "127.0.0.1:8081"

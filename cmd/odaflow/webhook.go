@@ -11,9 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+
 	"github.com/odaflow/odaflow/internal/config"
 	odaruntime "github.com/odaflow/odaflow/internal/runtime"
+	"github.com/odaflow/odaflow/secrets"
 	"github.com/odaflow/odaflow/webhook"
+	"github.com/odaflow/odaflow/webhook/sidecar"
 )
 
 // webhookConfig configures `odaflow webhook`.
@@ -26,6 +30,14 @@ type webhookConfig struct {
 	SelfSignedCA    string
 	ShutdownDelay   time.Duration
 	LogLevel        string
+
+	// The secrets-sidecar injection (webhook/sidecar), off by default: it
+	// needs a kubeconfig (or the in-cluster account) to watch
+	// SecretsManagements.
+	SidecarInjection bool
+	Kubeconfig       string
+	SidecarNamespace string
+	Sidecar          secrets.SidecarConfig
 
 	envErrs []error // unparsable environment values, reported by validate
 }
@@ -58,6 +70,23 @@ func (c *webhookConfig) bind(fs *flag.FlagSet) {
 	}
 	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", delay, "on SIGTERM, keep serving this long with /readyz failing before closing the listener (env ODAFLOW_SHUTDOWN_DELAY)")
 	fs.StringVar(&c.LogLevel, "log-level", webhookEnv("ODAFLOW_LOG_LEVEL", "info"), "debug, info, warn or error (env ODAFLOW_LOG_LEVEL)")
+
+	inject, err := strconv.ParseBool(webhookEnv("ODAFLOW_SIDECAR_INJECTION", "false"))
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SIDECAR_INJECTION %q must be true or false", os.Getenv("ODAFLOW_SIDECAR_INJECTION")))
+	}
+	fs.BoolVar(&c.SidecarInjection, "sidecar-injection", inject, "serve the secrets-sidecar mutating webhook at "+webhook.PathMutatePod+" (env ODAFLOW_SIDECAR_INJECTION)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", webhookEnv("KUBECONFIG", ""), "kubeconfig for the sidecar webhook's SecretsManagement cache; empty uses the in-cluster service account (env KUBECONFIG)")
+	fs.StringVar(&c.SidecarNamespace, "sidecar-namespace", webhookEnv("ODAFLOW_SIDECAR_NAMESPACE", ""), "watch SecretsManagements in this namespace only; empty: all (env ODAFLOW_SIDECAR_NAMESPACE)")
+	fs.StringVar(&c.Sidecar.Image, "sidecar-image", webhookEnv("ODAFLOW_SIDECAR_IMAGE", secrets.DefaultSidecarImage), "image of the injected smansidecar container (env ODAFLOW_SIDECAR_IMAGE)")
+	fs.StringVar(&c.Sidecar.PullPolicy, "sidecar-image-pull-policy", webhookEnv("ODAFLOW_SIDECAR_IMAGE_PULL_POLICY", "Always"), "Always, IfNotPresent or Never (env ODAFLOW_SIDECAR_IMAGE_PULL_POLICY)")
+	fs.StringVar(&c.Sidecar.VaultAddr, "vault-address", webhookEnv("ODAFLOW_VAULT_ADDRESS", ""), "Vault address the sidecars log in to (env ODAFLOW_VAULT_ADDRESS)")
+	fs.StringVar(&c.Sidecar.AuthPath, "vault-auth-path", webhookEnv("ODAFLOW_VAULT_AUTH_PATH", "kubernetes-sman"), "Vault kubernetes auth mount of the sidecars (env ODAFLOW_VAULT_AUTH_PATH)")
+	skip, err := strconv.ParseBool(webhookEnv("ODAFLOW_VAULT_SKIP_VERIFY", "false"))
+	if err != nil {
+		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_VAULT_SKIP_VERIFY %q must be true or false", os.Getenv("ODAFLOW_VAULT_SKIP_VERIFY")))
+	}
+	fs.BoolVar(&c.Sidecar.VaultSkipVerify, "vault-skip-verify", skip, "tell the sidecars not to verify Vault's certificate (development only; env ODAFLOW_VAULT_SKIP_VERIFY)")
 }
 
 type hostList struct{ v *[]string }
@@ -86,6 +115,21 @@ func (c *webhookConfig) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("--log-level %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if c.SidecarInjection {
+		if c.Sidecar.VaultAddr == "" {
+			errs = append(errs, errors.New("--sidecar-injection needs --vault-address"))
+		}
+		switch c.Sidecar.PullPolicy {
+		case "Always", "IfNotPresent", "Never":
+		default:
+			errs = append(errs, fmt.Errorf("--sidecar-image-pull-policy %q must be Always, IfNotPresent or Never", c.Sidecar.PullPolicy))
+		}
+		if c.Kubeconfig != "" {
+			if _, err := os.Stat(c.Kubeconfig); err != nil {
+				errs = append(errs, fmt.Errorf("--kubeconfig: %w", err))
+			}
+		}
 	}
 	if c.ShutdownDelay < 0 {
 		errs = append(errs, fmt.Errorf("--shutdown-delay %s must not be negative", c.ShutdownDelay))
@@ -162,12 +206,32 @@ func runWebhook(args []string) error {
 		fmt.Printf("odaflow webhook: self-signed certificate for %v; CA bundle written to %s\n", cfg.SelfSignedHosts, path)
 		log.Info("self-signed serving certificate", "hosts", cfg.SelfSignedHosts, "caBundle", path)
 	}
+	ctx, stop := notifyContext()
+	defer stop()
+	if cfg.SidecarInjection {
+		restCfg, err := odaruntime.RESTConfig(config.Common{Kubeconfig: cfg.Kubeconfig})
+		if err != nil {
+			return err
+		}
+		dyn, err := dynamic.NewForConfig(restCfg)
+		if err != nil {
+			return fmt.Errorf("kubernetes client: %w", err)
+		}
+		lister := sidecar.NewInformerLister(dyn, cfg.SidecarNamespace, 10*time.Minute)
+		lister.Start(ctx)
+		scfg.MutatePod = sidecar.NewHandler(lister, cfg.Sidecar, log.With("webhook", "sidecar"))
+		scfg.ReadyChecks = append(scfg.ReadyChecks, func() error {
+			if !lister.HasSynced() {
+				return errors.New("SecretsManagement cache not synced")
+			}
+			return nil
+		})
+		log.Info("secrets-sidecar injection enabled", "path", webhook.PathMutatePod, "vault", cfg.Sidecar.VaultAddr, "authPath", cfg.Sidecar.AuthPath, "image", cfg.Sidecar.Image)
+	}
 	srv, err := webhook.New(scfg)
 	if err != nil {
 		return err
 	}
-	ctx, stop := notifyContext()
-	defer stop()
 	return srv.Run(ctx)
 }
 

@@ -38,6 +38,17 @@ type Common struct {
 	// apiserver's own priority and fairness protects it; this is a guard.
 	KubeQPS   float64
 	KubeBurst int
+	// SearchAttributes has the watcher start workflows with OdaComponent,
+	// K8sNamespace and OdaKind and the workflows keep DeploymentStatus
+	// current; both processes register the attributes at start. Off, no
+	// workflow carries any (for a namespace where they cannot be created).
+	SearchAttributes bool
+	// OTLPEndpoint is the OTLP/gRPC collector URL traces go to; empty turns
+	// tracing off.
+	OTLPEndpoint string
+	// envErrs are environment variables Bind could not parse, reported by
+	// Validate with everything else.
+	envErrs []error
 }
 
 // Worker configures `odaflow worker`.
@@ -60,6 +71,22 @@ type Worker struct {
 	// derived from (a mounted Secret shared by every worker replica).
 	ListenerBaseURL string
 	ListenerKeyFile string
+	// Vault is the secret store of SecretsManagements.
+	Vault Vault
+}
+
+// Vault locates Vault and says how odaflow logs in: a token file (a mounted
+// Secret) or Vault's kubernetes auth; never a token in plain config.
+type Vault struct {
+	Address                          string
+	CACertFile                       string
+	SkipVerify                       bool
+	TokenFile                        string
+	LoginAuthPath, LoginRole         string
+	AuthPath                         string
+	KubernetesHost, KubernetesCAFile string
+	TokenReviewerJWTFile             string
+	Audience                         string
 }
 
 // Keycloak locates the identity platform and its admin credentials.
@@ -137,13 +164,22 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	fs.IntVar(&c.KubeBurst, "kube-burst", burst, "apiserver request burst (env ODAFLOW_KUBE_BURST)")
 	fs.StringVar(&c.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
 	fs.StringVar(&c.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
+	sa, err := strconv.ParseBool(env("ODAFLOW_SEARCH_ATTRIBUTES", "true"))
+	if err != nil {
+		sa = true
+		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SEARCH_ATTRIBUTES %q must be true or false", os.Getenv("ODAFLOW_SEARCH_ATTRIBUTES")))
+	}
+	fs.BoolVar(&c.SearchAttributes, "search-attributes", sa,
+		"register and set the OdaComponent, K8sNamespace, OdaKind and DeploymentStatus search attributes (env ODAFLOW_SEARCH_ATTRIBUTES)")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
+		"OTLP/gRPC collector URL for traces, e.g. http://otel-collector:4317; empty turns tracing off (env OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
 }
 
 // Validate reports every problem at once, so a misconfigured pod says
 // everything that is wrong in one log line.
 func (c Common) Validate() error {
-	var errs []error
+	errs := append([]error(nil), c.envErrs...)
 	if _, port, err := net.SplitHostPort(c.TemporalAddress); err != nil || port == "" {
 		errs = append(errs, fmt.Errorf("--temporal-address %q must be host:port", c.TemporalAddress))
 	}
@@ -163,6 +199,11 @@ func (c Common) Validate() error {
 	}
 	if c.KubeQPS <= 0 || c.KubeBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-qps %v and --kube-burst %d must be positive", c.KubeQPS, c.KubeBurst))
+	}
+	if c.OTLPEndpoint != "" {
+		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--otlp-endpoint %q must be an http(s) URL such as http://otel-collector:4317", c.OTLPEndpoint))
+		}
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))
@@ -206,6 +247,18 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 		"URL at which component hubs reach this worker's identity listener, e.g. http://odaflow-worker.canvas.svc:8080; empty registers no hub (env ODAFLOW_LISTENER_BASE_URL)")
 	fs.StringVar(&w.ListenerKeyFile, "listener-key-file", env("ODAFLOW_LISTENER_KEY_FILE", ""),
 		"file of listener keys, one per line, at least 32 bytes each, the first signing (env ODAFLOW_LISTENER_KEY_FILE)")
+	fs.StringVar(&w.Vault.Address, "vault-address", env("ODAFLOW_VAULT_ADDRESS", ""), "Vault URL; empty leaves SecretsManagements Failed with the reason (env ODAFLOW_VAULT_ADDRESS)")
+	fs.StringVar(&w.Vault.CACertFile, "vault-ca-cert-file", env("ODAFLOW_VAULT_CA_FILE", ""), "PEM bundle that verifies Vault's certificate (env ODAFLOW_VAULT_CA_FILE)")
+	skip, _ := strconv.ParseBool(env("ODAFLOW_VAULT_SKIP_VERIFY", "false"))
+	fs.BoolVar(&w.Vault.SkipVerify, "vault-skip-verify", skip, "do not verify Vault's certificate: development only (env ODAFLOW_VAULT_SKIP_VERIFY)")
+	fs.StringVar(&w.Vault.TokenFile, "vault-token-file", env("ODAFLOW_VAULT_TOKEN_FILE", ""), "file holding odaflow's Vault token, a mounted Secret re-read on every call (env ODAFLOW_VAULT_TOKEN_FILE)")
+	fs.StringVar(&w.Vault.LoginAuthPath, "vault-login-auth-path", env("ODAFLOW_VAULT_LOGIN_AUTH_PATH", ""), "kubernetes auth mount odaflow logs in through when no token file is given (env ODAFLOW_VAULT_LOGIN_AUTH_PATH)")
+	fs.StringVar(&w.Vault.LoginRole, "vault-login-role", env("ODAFLOW_VAULT_AUTH_ROLE", ""), "Vault role of odaflow's kubernetes login (env ODAFLOW_VAULT_AUTH_ROLE)")
+	fs.StringVar(&w.Vault.AuthPath, "vault-auth-path", env("ODAFLOW_VAULT_AUTH_PATH", ""), "kubernetes auth mount the sidecars log in through (default kubernetes-sman) (env ODAFLOW_VAULT_AUTH_PATH)")
+	fs.StringVar(&w.Vault.KubernetesHost, "vault-kubernetes-host", env("ODAFLOW_VAULT_KUBERNETES_HOST", ""), "apiserver URL Vault calls for TokenReview, written to the auth method's config (env ODAFLOW_VAULT_KUBERNETES_HOST)")
+	fs.StringVar(&w.Vault.KubernetesCAFile, "vault-kubernetes-ca-file", env("ODAFLOW_VAULT_KUBERNETES_CA_FILE", ""), "CA of that apiserver (env ODAFLOW_VAULT_KUBERNETES_CA_FILE)")
+	fs.StringVar(&w.Vault.TokenReviewerJWTFile, "vault-token-reviewer-jwt-file", env("ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE", ""), "token Vault uses for TokenReview (env ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE)")
+	fs.StringVar(&w.Vault.Audience, "vault-audience", env("ODAFLOW_VAULT_AUDIENCE", ""), "audience required in the sidecars' tokens (env ODAFLOW_VAULT_AUDIENCE)")
 	fs.StringVar(&w.ServiceInventoryURL, "service-inventory-url", env("ODAFLOW_SERVICE_INVENTORY_URL", ""),
 		"TMF638 Service Inventory (Canvas Info) API base, up to /service, where resolved dependencies are recorded; empty records nothing (env ODAFLOW_SERVICE_INVENTORY_URL)")
 }
@@ -238,6 +291,14 @@ func (w Worker) Validate() error {
 	} else if w.ListenerBaseURL != "" {
 		if parsed, err := url.Parse(w.ListenerBaseURL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" || parsed.RawQuery != "" {
 			errs = append(errs, fmt.Errorf("--listener-base-url %q must be an http(s) URL without a query", w.ListenerBaseURL))
+		}
+	}
+	if w.Vault.Address != "" {
+		if parsed, err := url.Parse(w.Vault.Address); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {
+			errs = append(errs, fmt.Errorf("--vault-address %q must be an http(s) URL", w.Vault.Address))
+		}
+		if w.Vault.TokenFile == "" && (w.Vault.LoginAuthPath == "" || w.Vault.LoginRole == "") {
+			errs = append(errs, errors.New("--vault-address needs --vault-token-file, or --vault-login-auth-path with --vault-login-role"))
 		}
 	}
 	if u := w.ServiceInventoryURL; u != "" {

@@ -69,3 +69,32 @@ func TestWatcherLeaderElectionNeedsAnIdentity(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+func TestSearchAttributesAndTracingSwitches(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("ODAFLOW_SEARCH_ATTRIBUTES", "")
+	if w := parseWorker(t); !w.SearchAttributes || w.OTLPEndpoint != "" {
+		t.Errorf("defaults: search attributes %v, otlp endpoint %q; want on and tracing off", w.SearchAttributes, w.OTLPEndpoint)
+	}
+	t.Setenv("ODAFLOW_SEARCH_ATTRIBUTES", "false")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4317")
+	w := parseWorker(t)
+	if w.SearchAttributes || w.OTLPEndpoint != "http://collector:4317" {
+		t.Errorf("from the environment: search attributes %v, otlp endpoint %q", w.SearchAttributes, w.OTLPEndpoint)
+	}
+	if err := w.Validate(); err != nil {
+		t.Errorf("valid settings refused: %v", err)
+	}
+	if w := parseWorker(t, "--search-attributes=true"); !w.SearchAttributes {
+		t.Error("--search-attributes=true must win over its variable")
+	}
+	t.Setenv("ODAFLOW_SEARCH_ATTRIBUTES", "maybe")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")
+	err := parseWorker(t).Validate()
+	for _, want := range []string{"ODAFLOW_SEARCH_ATTRIBUTES", "--otlp-endpoint"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %s", err, want)
+		}
+	}
+}

@@ -153,6 +153,17 @@ func NewTemporal(lc fx.Lifecycle, c config.Common, log *slog.Logger, reg *promet
 	if err != nil {
 		return nil, err
 	}
+	if c.OTLPEndpoint != "" {
+		tr, err := NewTracing(context.Background(), c.OTLPEndpoint)
+		if err != nil {
+			return nil, err
+		}
+		opts.Interceptors = append(opts.Interceptors, tr.Interceptor)
+		// Appended before the client's hook, so it runs after it: the
+		// spans of the last calls are flushed.
+		lc.Append(fx.StopHook(tr.Provider.Shutdown))
+		log.Info("tracing to OTLP collector", "endpoint", c.OTLPEndpoint)
+	}
 	cl, err := client.NewLazyClient(opts)
 	if err != nil {
 		return nil, fmt.Errorf("temporal client: %w", err)

@@ -9,16 +9,6 @@ import (
 
 const fullValues = "testdata/values-full.yaml"
 
-// pendingWorkerEnv are the worker's Vault settings the chart renders before
-// `odaflow worker` has the flags (being added with the Vault activities).
-// Each is listed so that a rename on either side is a visible decision;
-// once the worker names one in its -h output it is checked like the rest.
-var pendingWorkerEnv = []string{
-	"ODAFLOW_VAULT_ADDRESS", "ODAFLOW_VAULT_TOKEN_FILE", "ODAFLOW_VAULT_AUTH_ROLE",
-	"ODAFLOW_VAULT_SKIP_VERIFY", "ODAFLOW_VAULT_AUTH_PATH", "ODAFLOW_VAULT_LOGIN_AUTH_PATH",
-	"ODAFLOW_VAULT_CA_FILE", "ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE",
-}
-
 func TestHelmLint(t *testing.T) {
 	for _, tc := range []struct{ name, values string }{{"default", ""}, {"full", fullValues}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -227,7 +217,7 @@ func checkWorkloads(t *testing.T, objs []object) {
 			if vf := mapOf(m["valueFrom"]); vf["secretKeyRef"] != nil {
 				t.Errorf("%s: env %s comes from a Secret; credentials are mounted as files", d.id(), name)
 			}
-			if !u.envs[name] && !(cmd == "worker" && slices.Contains(pendingWorkerEnv, name)) {
+			if !u.envs[name] {
 				t.Errorf("%s: odaflow %s reads no env %s", d.id(), cmd, name)
 			}
 			if v, _ := m["value"].(string); strings.Contains(strings.ToLower(name), "password") || strings.Contains(strings.ToLower(name), "token") && !strings.HasSuffix(name, "_FILE") && v != "" {

@@ -179,7 +179,7 @@ func TestComposeOdaflow(t *testing.T) {
 			if k == "KUBECONFIG" || k == "POD_NAMESPACE" && name == "watcher" {
 				continue
 			}
-			if !u.envs[k] && !(name == "worker" && slices.Contains(pendingWorkerEnv, k)) {
+			if !u.envs[k] {
 				t.Errorf("%s: odaflow %s reads no %s", name, sub, k)
 			}
 		}
@@ -240,10 +240,6 @@ func TestComposeOdaflow(t *testing.T) {
 		}
 	}
 }
-
-// pendingWorkerEnv: the worker's Vault settings, rendered before `odaflow
-// worker` has the flags (tests/chart has the same list).
-var pendingWorkerEnv = []string{"ODAFLOW_VAULT_ADDRESS", "ODAFLOW_VAULT_TOKEN_FILE", "ODAFLOW_VAULT_SKIP_VERIFY"}
 
 func mountedFile(t *testing.T, s types.ServiceConfig, target, file string) string {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
@@ -62,7 +63,12 @@ func TestDependencyLatency(t *testing.T) {
 	providerReady := map[int]time.Time{}
 	dependantReady := map[int]time.Time{}
 	follow := func(kind oda.Kind, into map[int]time.Time, ready func(*unstructured.Unstructured) bool) {
-		w, err := stack.dyn.Resource(kind.GVR()).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+		ri := stack.dyn.Resource(kind.GVR()).Namespace(ns)
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, list.GetResourceVersion(), resourceWatcher{ri})
 		if err != nil {
 			t.Fatal(err)
 		}

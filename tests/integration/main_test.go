@@ -29,6 +29,7 @@ import (
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"
+	"github.com/odaflow/odaflow/workflows"
 )
 
 // stack is the running system under test.
@@ -101,7 +102,7 @@ func run(m *testing.M) int {
 	stack.temporal, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  filepath.Join(tools, "temporal"),
 		LogLevel:      "error",
-		ExtraArgs:     fastPoll,
+		ExtraArgs:     append(append([]string{}, fastPoll...), searchAttributeArgs()...),
 		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger{}},
 	})
 	if err != nil {
@@ -117,6 +118,7 @@ func run(m *testing.M) int {
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
 		HTTPAddress: "127.0.0.1:0", LogLevel: "warn", IngressSelector: "istio=ingressgateway",
+		SearchAttributes: true,
 	}
 	if err := startDoubles(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: doubles: %v\n", err)
@@ -142,6 +144,16 @@ var fastPoll = []string{
 	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
 	"--dynamic-config-value", "history.transferProcessorMaxPollHostRPS=1000",
 	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
+}
+
+// searchAttributeArgs registers odaflow's search attributes on the dev
+// server, as an operator does once per namespace.
+func searchAttributeArgs() []string {
+	var args []string
+	for _, name := range workflows.SearchAttributeNames {
+		args = append(args, "--search-attribute", name+"=Keyword")
+	}
+	return args
 }
 
 // startDoubles starts the Keycloak and Service Inventory doubles and puts

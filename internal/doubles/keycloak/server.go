@@ -215,6 +215,27 @@ func (s *Server) ClientSecret(realmName, clientID string) (string, bool) {
 	return c.secret, true
 }
 
+// ClientRoles returns the names of a client's roles, sorted (a test hook:
+// it reads the state directly, so checking it adds nothing to the request
+// log).
+func (s *Server) ClientRoles(realmName, clientID string) ([]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realms[realmName]
+	if r == nil {
+		return nil, false
+	}
+	c := r.clientByClientID(clientID)
+	if c == nil {
+		return nil, false
+	}
+	var out []string
+	for _, ro := range c.sortedRoles() {
+		out = append(out, ro.name)
+	}
+	return out, true
+}
+
 // SetTokenLifetime changes the lifetime of tokens issued from now on.
 func (s *Server) SetTokenLifetime(d time.Duration) {
 	s.mu.Lock()

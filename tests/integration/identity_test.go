@@ -1,0 +1,117 @@
+package integration
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/temporalproto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+// historyText is a workflow's whole history (every run) as JSON text.
+func historyText(t *testing.T, workflowID string) string {
+	t.Helper()
+	var b strings.Builder
+	it := stack.tc.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatalf("history of %s: %v", workflowID, err)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{}.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+	}
+	return b.String()
+}
+
+// assertSecretsAbsent fails when any secret value appears in the histories
+// of the workflows, in plain text or base64 (how payloads are encoded).
+func assertSecretsAbsent(t *testing.T, secrets map[string]string, workflowIDs ...string) {
+	t.Helper()
+	for _, id := range workflowIDs {
+		text := historyText(t, id)
+		if len(text) < 100 {
+			t.Fatalf("history of %s is suspiciously short (%d bytes): the scan would prove nothing", id, len(text))
+		}
+		for what, value := range secrets {
+			if value == "" {
+				t.Fatalf("secret %s is empty: the scan would prove nothing", what)
+			}
+			for _, form := range []string{value, b64(value)} {
+				if strings.Contains(text, form) {
+					t.Errorf("the %s appears in the history of %s", what, id)
+				}
+			}
+		}
+	}
+}
+
+func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
+	ns := "it-identity"
+	name := "idt-productcatalogmanagement"
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
+		setEndpoints(t, ns, svc, true)
+	}
+	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
+	waitIdentity(t, ns, name)
+	waitPhase(t, ns, name, oda.StatusComplete, 60*time.Second)
+
+	secrets := stack.core.CoreV1().Secrets(ns)
+	first, err := secrets.Get(context.Background(), name+"-secret", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldSecret := string(first.Data["client_secret"])
+	if inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name); inKeycloak != oldSecret {
+		t.Fatalf("the Secret's client_secret does not match Keycloak's")
+	}
+	// The IdentityConfig controls it (the Component may also own it, by
+	// adoption of what carries its label).
+	controlled := false
+	for _, ref := range first.GetOwnerReferences() {
+		controlled = controlled || (ref.Kind == oda.KindIdentityConfig.Name && ref.Name == name && ref.Controller != nil && *ref.Controller)
+	}
+	if !controlled {
+		t.Fatalf("owner references = %+v, want the IdentityConfig as controller", first.GetOwnerReferences())
+	}
+
+	// Rotation on request: Keycloak issues a new secret and the Secret is
+	// updated in place (same object, so mounted readers see the new value).
+	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"metadata":{"annotations":{"`+oda.AnnotationRotateCredentials+`":"2026-12-02"}}}`)
+	var newSecret string
+	eventually(t, 60*time.Second, "rotated credentials", func() (bool, string) {
+		s, err := secrets.Get(context.Background(), name+"-secret", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		newSecret = string(s.Data["client_secret"])
+		inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name)
+		return newSecret != oldSecret && newSecret == inKeycloak && s.UID == first.UID, "not rotated yet"
+	})
+
+	assertSecretsAbsent(t, map[string]string{
+		"old client secret": oldSecret, "rotated client secret": newSecret, "Keycloak admin password": stack.keycloakPassword,
+	}, oda.WorkflowID(oda.KindIdentityConfig.Name, ns, name), oda.WorkflowID(oda.KindComponent.Name, ns, name))
+
+	// Uninstall deletes the client in Keycloak; the Secret goes with its owner.
+	deleteComponent(t, ns, name)
+	eventually(t, 60*time.Second, "Keycloak client deleted", func() (bool, string) {
+		_, ok := stack.keycloak.ClientSecret(keycloakRealm, name)
+		return !ok, "client still in Keycloak"
+	})
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
