@@ -290,6 +290,9 @@ type UnexposeInput struct {
 	UID        string      `json:"uid"`
 	Applied    []ObjectRef `json:"applied,omitempty"`
 	Finalizers []string    `json:"finalizers,omitempty"`
+	// SkipCleanup releases the finalizers without touching the gateway:
+	// the explicit way out when the gateway stays unreachable.
+	SkipCleanup bool `json:"skipCleanup,omitempty"`
 }
 
 // Unexpose deletes the gateway objects garbage collection cannot reach
@@ -297,6 +300,9 @@ type UnexposeInput struct {
 // entities), then releases odaflow's finalizer and a Python Canvas's kopf
 // finalizer.
 func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
+	if in.SkipCleanup {
+		return e.releaseFinalizers(ctx, in)
+	}
 	if e.Kong != nil {
 		if err := e.Kong.Remove(ctx, KongRemoveInput{Namespace: in.Ref.Namespace, Name: in.Ref.Name}); err != nil {
 			return err
@@ -311,6 +317,10 @@ func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
 	if err := e.deleteObjects(ctx, unowned, nil); err != nil {
 		return err
 	}
+	return e.releaseFinalizers(ctx, in)
+}
+
+func (e *Exposure) releaseFinalizers(ctx context.Context, in UnexposeInput) error {
 	var release []string
 	for _, f := range in.Finalizers {
 		if f == oda.Finalizer || f == oda.KopfFinalizer {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -51,6 +52,8 @@ type ExposedAPIState struct {
 	Condition  *oda.Condition         `json:"condition,omitempty"`
 	Finalizers []string               `json:"finalizers,omitempty"`
 	Deleting   bool                   `json:"deleting,omitempty"`
+	// Annotations are odaflow's own (skip-cleanup).
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 // changeRetryWaits is the workflow change after which a failed attempt
@@ -115,6 +118,8 @@ type exposedAPI struct {
 	gone       bool
 	retryTimer workflow.Future
 	retryDue   bool
+	// released is set once the finalizers are off.
+	released bool
 }
 
 func (x *exposedAPI) ref() oda.Ref {
@@ -173,6 +178,7 @@ func (x *exposedAPI) onEvent(ev ResourceEvent) {
 	x.st.Hash = ev.Hash
 	x.st.Generation = ev.Generation
 	x.st.Labels = ev.Labels
+	x.st.Annotations = ev.Annotations
 	x.st.Spec = ev.Spec
 	x.st.Exposure = ev.Exposure
 }
@@ -267,9 +273,21 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 // unexpose removes what owner references cannot, then releases the
 // finalizers (odaflow's and a Python Canvas's kopf finalizer).
 func (x *exposedAPI) unexpose(ctx workflow.Context) {
+	// Since changeBlockedDeletion a deletion the gateway keeps refusing is
+	// reported on the object after maxCleanupFailures attempts, and the
+	// skip-cleanup annotation releases it without cleaning up.
+	blockedVisible := workflow.GetVersion(ctx, changeBlockedDeletion, workflow.DefaultVersion, 1) == 1
+	if blockedVisible && x.released {
+		return // a backoff timer from before the release fired; nothing left to do
+	}
+	skip := blockedVisible && x.st.Annotations[oda.AnnotationSkipCleanup] == "true"
+	summary := "remove gateway objects"
+	if skip {
+		summary = "release finalizers, gateway objects left in place on request"
+	}
 	var exposure *activities.Exposure
-	err := kubeCall(ctx, "remove gateway objects", exposure.Unexpose, activities.UnexposeInput{
-		Ref: x.ref(), UID: x.st.UID, Applied: x.st.Applied, Finalizers: x.st.Finalizers,
+	err := kubeCall(ctx, summary, exposure.Unexpose, activities.UnexposeInput{
+		Ref: x.ref(), UID: x.st.UID, Applied: x.st.Applied, Finalizers: x.st.Finalizers, SkipCleanup: skip,
 	}).Get(ctx, nil)
 	if err != nil {
 		// The reason is in the activity's failure (visible in the Web UI and
@@ -280,10 +298,20 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 		if workflow.GetVersion(ctx, changeRetryWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 			x.st.DoneHash = ""
 		}
+		if blockedVisible && x.st.Failures >= maxCleanupFailures {
+			x.st.Failure = &oda.Failure{Reason: "CleanupBlocked", Message: "could not remove gateway objects after " + strconv.Itoa(x.st.Failures) +
+				" attempts: " + rootMessage(err) + "; to release the ExposedAPI without cleaning up, annotate it " + oda.AnnotationSkipCleanup + "=true"}
+			x.reportFailure(ctx)
+		}
 		return
 	}
 	x.st.Applied = nil
+	x.released = true
 }
+
+// changeBlockedDeletion is the workflow change after which a blocked
+// deletion is reported and can be released by annotation.
+const changeBlockedDeletion = "exposedapi-blocked-deletion"
 
 func (x *exposedAPI) explain() (Explanation, error) {
 	e := Explanation{Resource: x.ref().String(), UID: x.st.UID, DeploymentStatus: x.st.Phase, Failure: x.st.Failure}

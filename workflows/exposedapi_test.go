@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,8 @@ type fakeExposure struct {
 	unexposes []activities.UnexposeInput
 	statuses  []activities.WriteStatusInput
 	failNext  int
+	// gatewayDown makes every Unexpose that cleans up fail.
+	gatewayDown bool
 }
 
 func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExposure) {
@@ -56,6 +59,9 @@ func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExpos
 		})
 	env.OnActivity(exposure.Unexpose, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.UnexposeInput) error {
+			if f.gatewayDown && !in.SkipCleanup {
+				return temporal.NewApplicationError("kong admin: connection refused", "KongUnavailable")
+			}
 			f.unexposes = append(f.unexposes, in)
 			return nil
 		})
@@ -174,5 +180,41 @@ func TestExposedAPIDeletionRemovesGatewayObjectsAndFinalizers(t *testing.T) {
 	}
 	if len(f.unexposes) != 1 || len(f.unexposes[0].Applied) != 1 || len(f.unexposes[0].Finalizers) != 2 {
 		t.Fatalf("unexpose = %+v", f.unexposes)
+	}
+}
+
+func TestExposedAPIBlockedDeletionIsReportedAndHasAWayOut(t *testing.T) {
+	env, f := newExposedEnv(t)
+	f.gatewayDown = true
+	spec := apiSpec("/a")
+	exp := &Exposure{Ingress: ingress, ImplementationReady: true}
+	deleting := func(hash string, ann map[string]string) ResourceEvent {
+		ev := apiEvent(hash, spec, exp)
+		ev.Deleting, ev.Finalizers, ev.Annotations = true, []string{oda.Finalizer}, ann
+		return ev
+	}
+	at(env, time.Second, SignalResourceEvent, apiEvent("h1", spec, exp))
+	at(env, time.Minute, SignalResourceEvent, deleting("h2", nil))
+	// Six failed attempts take about 35 minutes of backoff.
+	at(env, 3*time.Hour, SignalResourceEvent, deleting("h3", map[string]string{oda.AnnotationSkipCleanup: "true"}))
+	at(env, 4*time.Hour, SignalResourceEvent, ResourceEvent{UID: "api-uid", Deleted: true})
+	env.ExecuteWorkflow(ExposedAPIWorkflow, ExposedAPIInput{Namespace: testNS, Name: "api"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var blocked int
+	for _, s := range f.statuses {
+		if s.Event != nil && s.Event.Reason == "CleanupBlocked" {
+			blocked++
+			if !strings.Contains(s.Event.Message, oda.AnnotationSkipCleanup) {
+				t.Errorf("the blocked deletion does not name the way out: %s", s.Event.Message)
+			}
+		}
+	}
+	if blocked != 1 {
+		t.Errorf("CleanupBlocked events = %d, want 1", blocked)
+	}
+	if len(f.unexposes) != 1 || !f.unexposes[0].SkipCleanup {
+		t.Fatalf("unexposes = %+v, want one that skips the cleanup", f.unexposes)
 	}
 }

@@ -22,6 +22,15 @@ type SecretsManagementInput struct {
 	State        *SecretsManagementState `json:"state,omitempty"`
 	Pending      *ResourceEvent          `json:"pending,omitempty"`
 	HistoryLimit int                     `json:"historyLimit,omitempty"`
+	// SearchAttributes keeps the DeploymentStatus search attribute equal to
+	// the phase (the watcher sets it when the attributes are registered).
+	SearchAttributes bool `json:"searchAttributes,omitempty"`
+}
+
+// WithSearchAttributes implements SearchAttributesInput.
+func (in SecretsManagementInput) WithSearchAttributes(on bool) any {
+	in.SearchAttributes = on
+	return in
 }
 
 // SecretsManagementState is the SecretsManagement workflow's whole memory.
@@ -72,11 +81,12 @@ const (
 // deletion is reported as CleanupBlocked, and the skip-cleanup annotation
 // releases it.
 func SecretsManagementWorkflow(ctx workflow.Context, in SecretsManagementInput) error {
-	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit}
+	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes}
 	if in.State != nil {
 		s.st = *in.State
 	}
 	s.loop = newResourceLoop(oda.Ref{Kind: oda.KindSecretsManagement.Name, Namespace: in.Namespace, Name: in.Name}, &s.st.Resource, in.HistoryLimit)
+	s.loop.vis = newVisibility(ctx, in.SearchAttributes)
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, s.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
@@ -88,12 +98,14 @@ type secretsManagement struct {
 	st           SecretsManagementState
 	loop         *resourceLoop
 	historyLimit int
+	// searchAttributes is carried through Continue-As-New.
+	searchAttributes bool
 }
 
 func (s *secretsManagement) waits(workflow.Context, *resourceLoop, workflow.Selector) {}
 
 func (s *secretsManagement) continueAsNew(ctx workflow.Context, _ *resourceLoop, pending *ResourceEvent) error {
-	in := SecretsManagementInput{Namespace: s.ns, Name: s.name, Pending: pending, HistoryLimit: s.historyLimit}
+	in := SecretsManagementInput{Namespace: s.ns, Name: s.name, Pending: pending, HistoryLimit: s.historyLimit, SearchAttributes: s.searchAttributes}
 	if pending == nil {
 		st := s.st
 		in.State = &st

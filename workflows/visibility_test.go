@@ -74,7 +74,7 @@ func TestDependentAPIPublishesItsPhase(t *testing.T) {
 }
 
 func TestInputsCarryTheSearchAttributesSwitch(t *testing.T) {
-	for _, in := range []SearchAttributesInput{ComponentInput{}, ExposedAPIInput{}, DependentAPIInput{}, IdentityConfigInput{}} {
+	for _, in := range []SearchAttributesInput{ComponentInput{}, ExposedAPIInput{}, DependentAPIInput{}, IdentityConfigInput{}, SecretsManagementInput{}} {
 		var on bool
 		switch v := in.WithSearchAttributes(true).(type) {
 		case ComponentInput:
