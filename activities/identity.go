@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
@@ -71,6 +72,43 @@ type Identity struct {
 	// zero leaves IdentityConfigs that declare hubs Failed with the reason.
 	Hub HubConfig
 	Log *slog.Logger
+
+	// session is the admin login shared by the activities of this worker:
+	// one token for many components instead of a Secret read and a login
+	// per activity.
+	session adminSession
+}
+
+// adminSession caches the admin client and token. It is trusted until the
+// token is 15 s from expiry or the Secret was read a minute ago (so a
+// changed admin password is picked up within a minute), and dropped when
+// Keycloak answers 401 (a restarted Keycloak, a revoked session).
+type adminSession struct {
+	mu      sync.Mutex
+	kc      *gocloak.GoCloak
+	token   string
+	validTo time.Time
+}
+
+func (s *adminSession) get(now time.Time) (*gocloak.GoCloak, string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kc == nil || !now.Before(s.validTo) {
+		return nil, "", false
+	}
+	return s.kc, s.token, true
+}
+
+func (s *adminSession) put(kc *gocloak.GoCloak, token string, validTo time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kc, s.token, s.validTo = kc, token, validTo
+}
+
+func (s *adminSession) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kc, s.token = nil, ""
 }
 
 // NewIdentity builds the identity activities.
@@ -372,6 +410,9 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 	if cfg.URL == "" {
 		return nil, "", temporal.NewNonRetryableApplicationError("no identity platform is configured: start the worker with --keycloak-url and --keycloak-admin-secret", ErrTypeKeycloakMisconfigured, nil)
 	}
+	if kc, token, ok := a.session.get(time.Now()); ok {
+		return kc, token, nil
+	}
 	ref := cfg.AdminSecretNamespace + "/" + cfg.AdminSecretName
 	s, err := a.Kube.Core.CoreV1().Secrets(cfg.AdminSecretNamespace).Get(ctx, cfg.AdminSecretName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -403,6 +444,11 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 		}
 		return nil, "", a.keycloakError("log in to realm "+adminRealm, err)
 	}
+	validTo := time.Now().Add(time.Minute)
+	if life := time.Duration(tok.ExpiresIn)*time.Second - 15*time.Second; life < time.Minute {
+		validTo = time.Now().Add(max(life, 0))
+	}
+	a.session.put(kc, tok.AccessToken, validTo)
 	return kc, tok.AccessToken, nil
 }
 
@@ -466,6 +512,7 @@ func (a *Identity) keycloakError(what string, err error) error {
 	case code == http.StatusUnauthorized:
 		// The token was accepted moments ago: it expired or Keycloak
 		// restarted. A new attempt logs in again.
+		a.session.drop()
 		return temporal.NewApplicationError(msg, ErrTypeKeycloakUnavailable)
 	case code == http.StatusForbidden:
 		return temporal.NewNonRetryableApplicationError(msg+" (the admin user lacks permissions)", ErrTypeKeycloakMisconfigured, nil)

@@ -85,6 +85,8 @@ func TestInputsCarryTheSearchAttributesSwitch(t *testing.T) {
 			on = v.SearchAttributes
 		case IdentityConfigInput:
 			on = v.SearchAttributes
+		case SecretsManagementInput:
+			on = v.SearchAttributes
 		default:
 			t.Fatalf("%T.WithSearchAttributes returned %T", in, v)
 		}

@@ -109,6 +109,10 @@ func run(sizes, out string, concurrency int, timeout time.Duration) error {
 		dyn:  dynamic.NewForConfigOrDie(kube.RESTConfig),
 		core: kubernetes.NewForConfigOrDie(kube.RESTConfig),
 	}
+	if err := env.identity(ctx); err != nil {
+		return fmt.Errorf("keycloak double: %w", err)
+	}
+	defer env.keycloak.Close()
 	if err := env.ingress(ctx); err != nil {
 		return err
 	}

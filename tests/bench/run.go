@@ -24,11 +24,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/odaflow/odaflow/internal/doubles/keycloak"
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
@@ -42,6 +44,29 @@ type benchEnv struct {
 	work     string
 	dyn      dynamic.Interface
 	core     kubernetes.Interface
+	// keycloak is the identity platform's double, so the identity step
+	// runs as in production rather than failing for want of one.
+	keycloak *keycloak.Server
+}
+
+// identity starts the Keycloak double with the Canvas's realm and puts its
+// admin credentials in a Secret, as a Canvas install does.
+func (e *benchEnv) identity(ctx context.Context) error {
+	password := rand.String(24)
+	kc, err := keycloak.New(keycloak.Options{AdminPassword: password})
+	if err != nil {
+		return err
+	}
+	if err := kc.SeedCanvas("odari"); err != nil {
+		return err
+	}
+	e.keycloak = kc
+	_, _ = e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "odaflow-system"}}, metav1.CreateOptions{})
+	_, err = e.core.CoreV1().Secrets("odaflow-system").Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "keycloak-admin"},
+		Data:       map[string][]byte{"username": []byte(keycloak.AdminUser), "password": []byte(password)},
+	}, metav1.CreateOptions{})
+	return err
 }
 
 func numCPU() int { return runtime.NumCPU() }
@@ -96,6 +121,8 @@ func (e *benchEnv) start(ctx context.Context, name, queue, namespaces string) (*
 		"ODAFLOW_HTTP_ADDRESS="+addr,
 		"ODAFLOW_LEADER_ELECT=false",
 		"ODAFLOW_LOG_LEVEL=warn",
+		"ODAFLOW_KEYCLOAK_URL="+e.keycloak.URL(),
+		"ODAFLOW_KEYCLOAK_ADMIN_SECRET=odaflow-system/keycloak-admin",
 	)
 	logf, err := os.Create(filepath.Join(e.work, name+"-"+queue+".log"))
 	if err != nil {
