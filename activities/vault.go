@@ -328,7 +328,20 @@ func (v *Vault) ConfigureStore(ctx context.Context, in StoreInput) (StoreResult,
 		return res, err
 	}
 	role := secrets.RoleBody(names, in.Spec, secrets.RoleInput{Namespace: in.Namespace, Audience: v.cfg.Audience, TTLSeconds: int(v.cfg.TokenTTL / time.Second)})
-	if _, err := c.Logical().WriteWithContext(ctx, "auth/"+v.cfg.AuthPath+"/role/"+names.Role, role); err != nil {
+	rolePath := "auth/" + v.cfg.AuthPath + "/role/" + names.Role
+	_, err = c.Logical().WriteWithContext(ctx, rolePath, role)
+	if err != nil && gone(err) && v.authChecked.Load() {
+		// The cached check is stale: the auth method is gone (a Vault that
+		// restarted empty, or an operator disabled it). Without this the
+		// attempt would fail as VaultRejected, not retried by the activity,
+		// and the store would wait out a backoff for nothing.
+		v.authChecked.Store(false)
+		if err := v.ensureAuth(ctx, c); err != nil {
+			return res, err
+		}
+		_, err = c.Logical().WriteWithContext(ctx, rolePath, role)
+	}
+	if err != nil {
 		v.authChecked.Store(false) // the auth method may have been disabled meanwhile
 		return res, v.classify("write login role "+names.Role, err)
 	}

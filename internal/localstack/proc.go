@@ -54,6 +54,14 @@ func newLogSink(w io.Writer, logDir string) *logSink {
 // does not own the process: cancelling a start-up context must not leave a
 // half-killed server behind, Stop does the killing.
 func startProcess(name, path string, args []string, sink *logSink) (*process, error) {
+	return startProcessWith(name, path, args, os.Environ(), nil, sink)
+}
+
+// startProcessWith is startProcess with the child's whole environment given
+// (nil inherits nothing) and an optional filter every byte of its output
+// passes through before it reaches the log or the error-message tail (the
+// Vault dev server prints its root token and unseal key).
+func startProcessWith(name, path string, args, env []string, filter func(io.Writer) io.Writer, sink *logSink) (*process, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: binary not found: %w", name, err)
 	}
@@ -73,10 +81,13 @@ func startProcess(name, path string, args []string, sink *logSink) (*process, er
 		p.logFile = f
 		out = io.MultiWriter(f, p.tail)
 	}
+	if filter != nil {
+		out = filter(out)
+	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout = out
 	cmd.Stderr = out
-	cmd.Env = os.Environ()
+	cmd.Env = env
 	cmd.SysProcAttr = sysProcAttr()
 	// Bound the wait for the output pipes once the process is gone.
 	cmd.WaitDelay = 5 * time.Second

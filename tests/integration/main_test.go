@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	vaultapi "github.com/hashicorp/vault/api"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/testsuite"
 	"go.uber.org/fx"
@@ -49,6 +50,13 @@ var stack struct {
 	// keycloakPassword is a secret value: the secrets scan looks for it.
 	keycloakPassword string
 	inventoryURL     string
+	// vault is the real Vault dev server of SecretsManagement (nil only
+	// when skipped on request, see startVault); the worker reaches it
+	// through vaultProxy, which counts its requests.
+	vault      *localstack.Vault
+	vaultRoot  *vaultapi.Client
+	vaultProxy *vaultProxy
+	vaultCfg   config.Vault
 }
 
 // Where the worker finds the Keycloak admin credentials, and the realm.
@@ -125,6 +133,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer stack.keycloak.Close()
+	if err := startVault(ctx, logDir); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start vault: %v\n", err)
+		return 1
+	}
+	defer stopVault()
 	if stack.worker, err = startWorker(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: start worker: %v\n", err)
 		return 1
@@ -186,6 +199,7 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 		ServiceInventoryURL: stack.inventoryURL,
 		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
+		Vault: stack.vaultCfg,
 	}
 	app := worker.New(cfg)
 	return app, app.Start(ctx)

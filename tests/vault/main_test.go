@@ -14,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -34,7 +33,7 @@ var env struct {
 	core      kubernetes.Interface
 	dyn       dynamic.Interface
 	vaultAddr string
-	vaultCmd  *exec.Cmd
+	vaultSrv  *localstack.Vault
 	root      *vaultapi.Client // root token: only the test itself uses it
 	dir       string
 	cfg       activities.VaultConfig
@@ -51,33 +50,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// vaultBinary finds the Vault dev server: ODAFLOW_VAULT_BIN, or
-// bin/vault/vault in the repository.
-func vaultBinary() (string, error) {
-	if p := os.Getenv("ODAFLOW_VAULT_BIN"); p != "" {
-		return p, checkExec(p)
-	}
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(root, "bin", "vault", "vault")
-	return p, checkExec(p)
-}
-
-func checkExec(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return fmt.Errorf("%w (build it with hack/tools.sh vault)", err)
-	}
-	if st.IsDir() || st.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", p)
-	}
-	return nil
-}
-
 func run(m *testing.M) int {
-	bin, err := vaultBinary()
+	bin, err := localstack.VaultBinary()
 	tools, terr := localstack.LookupTools()
 	if err == nil {
 		err = terr
@@ -133,7 +107,7 @@ func run(m *testing.M) int {
 	}
 	env.cfg = activities.VaultConfig{
 		Address:              env.vaultAddr,
-		TokenFile:            write("vault-token", []byte("root\n")),
+		TokenFile:            env.vaultSrv.TokenFile,
 		AuthPath:             "kubernetes-sman",
 		KubernetesHost:       env.kube.Host,
 		KubernetesCACertFile: write("kube-ca.crt", env.kube.RESTConfig.CAData),
@@ -148,66 +122,29 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// startVault starts the dev server (localstack, shared with the
+// integration tests) and the root client the tests check Vault with.
 func startVault(ctx context.Context, bin string) error {
-	port, err := freePort()
+	var err error
+	env.vaultSrv, err = localstack.StartVault(ctx, localstack.VaultOptions{Binary: bin, DataDir: filepath.Join(env.dir, "vault")})
 	if err != nil {
 		return err
 	}
-	env.vaultAddr = fmt.Sprintf("http://127.0.0.1:%d", port)
-	logf, err := os.Create(filepath.Join(env.dir, "vault.log"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, "server", "-dev", "-dev-root-token-id=root", fmt.Sprintf("-dev-listen-address=127.0.0.1:%d", port))
-	// No VAULT_* from the caller's environment reaches the server.
-	cmd.Env = []string{"HOME=" + env.dir, "PATH=" + os.Getenv("PATH")}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	env.vaultCmd = cmd
+	env.vaultAddr = env.vaultSrv.Address
 	cfg := vaultapi.DefaultConfig()
 	cfg.Address = env.vaultAddr
 	env.root, err = vaultapi.NewClient(cfg)
 	if err != nil {
 		return err
 	}
-	env.root.SetToken("root")
-	for {
-		h, err := env.root.Sys().HealthWithContext(ctx)
-		if err == nil && h.Initialized && !h.Sealed {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("vault did not answer /v1/sys/health: %v (log %s)", err, logf.Name())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	env.root.SetToken(env.vaultSrv.RootToken())
+	return nil
 }
 
 func stopVault() {
-	if env.vaultCmd == nil || env.vaultCmd.Process == nil {
-		return
+	if env.vaultSrv != nil {
+		_ = env.vaultSrv.Stop()
 	}
-	_ = env.vaultCmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = env.vaultCmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = env.vaultCmd.Process.Kill()
-		<-done
-	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // vaultAs is a client of the test Vault with the given token.
@@ -244,3 +181,13 @@ func vaultUp() bool {
 
 // vaultapiTokenCreate makes a token with only the default policy.
 var vaultapiTokenCreate = vaultapi.TokenCreateRequest{Policies: []string{"default"}, TTL: "10m"}
+
+// freePort is a loopback port nothing listens on (a Vault that is down).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

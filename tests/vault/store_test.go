@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -292,26 +291,22 @@ func TestVaultErrors(t *testing.T) {
 // unsealed again with the key the dev server printed.
 func TestVaultSealed(t *testing.T) {
 	ctx := context.Background()
-	logData, err := os.ReadFile(filepath.Join(env.dir, "vault.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`Unseal Key: (\S+)`).FindSubmatch(logData)
-	if m == nil {
-		t.Fatal("no unseal key in the dev server's log")
+	key := env.vaultSrv.UnsealKey()
+	if key == "" {
+		t.Fatal("no unseal key in the dev server's output")
 	}
 	if err := env.root.Sys().SealWithContext(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := env.root.Sys().UnsealWithContext(ctx, string(m[1])); err != nil {
+		if _, err := env.root.Sys().UnsealWithContext(ctx, key); err != nil {
 			t.Errorf("unseal: %v", err)
 		}
 		if !vaultUp() {
 			t.Error("vault not healthy after unseal")
 		}
 	})
-	_, err = env.vault.ConfigureStore(ctx, activities.StoreInput{Namespace: "components", Name: "sealed", Spec: spec("x")})
+	_, err := env.vault.ConfigureStore(ctx, activities.StoreInput{Namespace: "components", Name: "sealed", Spec: spec("x")})
 	typ, nonRetryable := appErrType(t, err)
 	if typ != activities.ErrTypeVaultUnavailable || nonRetryable || !strings.Contains(err.Error(), "is sealed") {
 		t.Errorf("sealed: %s nonRetryable=%v (%v)", typ, nonRetryable, err)
@@ -394,4 +389,34 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStoreAfterTheAuthMethodVanished: odaflow caches that the sidecars'
+// auth method exists; when it is gone (a dev or restored Vault that came
+// back empty, an operator's disable) the next configure finds out, enables
+// and configures it again, and succeeds in the same attempt.
+func TestStoreAfterTheAuthMethodVanished(t *testing.T) {
+	ctx := context.Background()
+	in := activities.StoreInput{Namespace: "components", Name: "vanished", Spec: spec("vanished-*")}
+	if _, err := env.vault.ConfigureStore(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.root.Sys().DisableAuthWithContext(ctx, env.cfg.AuthPath); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.vault.ConfigureStore(ctx, in); err != nil {
+		t.Fatalf("configure after the auth method was disabled: %v", err)
+	}
+	names := secrets.NamesFor(in.Namespace, in.Name)
+	r, err := env.root.Logical().ReadWithContext(ctx, "auth/"+env.cfg.AuthPath+"/role/"+names.Role)
+	if err != nil || r == nil {
+		t.Fatalf("login role after repair: %v, %v", r, err)
+	}
+	cfg, err := env.root.Logical().ReadWithContext(ctx, "auth/"+env.cfg.AuthPath+"/config")
+	if err != nil || cfg == nil || cfg.Data["kubernetes_host"] != env.cfg.KubernetesHost {
+		t.Fatalf("auth config after repair: %v, %v", cfg, err)
+	}
+	if _, err := env.vault.DeleteStore(ctx, activities.DeleteStoreInput{Namespace: in.Namespace, Name: in.Name}); err != nil {
+		t.Fatal(err)
+	}
 }
