@@ -152,12 +152,25 @@ func TestDependencyLatency(t *testing.T) {
 	p := res.ProviderReadyToDependantReadySeconds
 	t.Logf("provider ready → dependant ready over %d pairs: p50 %.0f ms, p90 %.0f ms, p99 %.0f ms, max %.0f ms; a waiting DependentAPI added %d history events in %s",
 		pairs, p.P50*1000, p.P90*1000, p.P99*1000, p.Max*1000, waiting, wait)
+	writeResult(t, "dependency-latency.json", res)
+}
+
+// writeResult writes a measurement to results/<file> at the repository's
+// root, where the README's figures come from.
+func writeResult(t *testing.T, file string, res any) {
+	t.Helper()
 	root, err := localstack.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	out := filepath.Join(root, "results", "dependency-latency.json")
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "results", file)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}

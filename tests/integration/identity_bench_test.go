@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -19,7 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 )
 
@@ -165,14 +162,7 @@ func TestIdentityLatency(t *testing.T) {
 	r, s := res.CreateToRolesSeconds, res.CreateToSecretSeconds
 	t.Logf("%d IdentityConfigs: create → client and roles p50 %.0f ms p99 %.0f ms; → Secret p50 %.0f ms p99 %.0f ms; %.1f Keycloak requests each",
 		n, r.P50*1000, r.P99*1000, s.P50*1000, s.P99*1000, res.KeycloakRequestsPerComponent)
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(filepath.Join(root, "results", "identity-latency.json"), append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeResult(t, "identity-latency.json", res)
 }
 
 func containsAll(have, want []string) bool {

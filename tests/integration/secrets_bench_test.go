@@ -2,10 +2,8 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/secrets"
 )
@@ -168,12 +165,5 @@ func TestSecretsLatency(t *testing.T) {
 	r := res.CreateToReadySeconds
 	t.Logf("%d SecretsManagements: create → ready p50 %.0f ms p99 %.0f ms max %.0f ms; %.2f Vault requests each to configure (%v), %.2f to delete",
 		n, r.P50*1000, r.P99*1000, r.Max*1000, res.VaultRequestsPerComponent, byRoute, res.DeleteVaultRequestsPerComponent)
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(filepath.Join(root, "results", "secrets-latency.json"), append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeResult(t, "secrets-latency.json", res)
 }
