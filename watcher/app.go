@@ -33,6 +33,7 @@ const HistoryLimit = 2000
 // LifecycleOptions are the watcher's settings that workflows start with.
 type LifecycleOptions struct {
 	IdentityCheckInterval time.Duration
+	SecretsCheckInterval  time.Duration
 }
 
 // DefaultLifecycles are the kinds that have their own workflow.
@@ -59,7 +60,7 @@ func DefaultLifecycles(opts LifecycleOptions) map[string]Lifecycle {
 		oda.KindSecretsManagement.Name: {
 			Workflow: workflows.SecretsManagementWorkflow,
 			Input: func(ns, name string) any {
-				return workflows.SecretsManagementInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit}
+				return workflows.SecretsManagementInput{Namespace: ns, Name: name, HistoryLimit: HistoryLimit, CheckInterval: opts.SecretsCheckInterval}
 			},
 		},
 		oda.KindDependentAPI.Name: {
@@ -101,7 +102,7 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	searchAttributes := false
 	newWatcher := func() *Watcher {
 		return New(Config{
-			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval}),
+			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval, SecretsCheckInterval: cfg.SecretsCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 	}

@@ -25,7 +25,18 @@ type SecretsManagementInput struct {
 	// SearchAttributes keeps the DeploymentStatus search attribute equal to
 	// the phase (the watcher sets it when the attributes are registered).
 	SearchAttributes bool `json:"searchAttributes,omitempty"`
+	// CheckInterval is how often a Ready store is compared with Vault and
+	// repaired (a Vault restarted empty, a policy deleted by hand); default
+	// DefaultSecretsCheckInterval.
+	CheckInterval time.Duration `json:"checkInterval,omitempty"`
 }
+
+// DefaultSecretsCheckInterval is the Vault drift check's default period.
+const DefaultSecretsCheckInterval = 10 * time.Minute
+
+// changeSecretsDriftCheck is the workflow change that re-checks a Ready
+// store on a timer; runs recorded before it never start that timer.
+const changeSecretsDriftCheck = "secrets-drift-check"
 
 // WithSearchAttributes implements SearchAttributesInput.
 func (in SecretsManagementInput) WithSearchAttributes(on bool) any {
@@ -81,7 +92,11 @@ const (
 // deletion is reported as CleanupBlocked, and the skip-cleanup annotation
 // releases it.
 func SecretsManagementWorkflow(ctx workflow.Context, in SecretsManagementInput) error {
-	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes}
+	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes, interval: in.CheckInterval}
+	if s.interval <= 0 {
+		s.interval = DefaultSecretsCheckInterval
+	}
+	s.driftChecks = workflow.GetVersion(ctx, changeSecretsDriftCheck, workflow.DefaultVersion, 1) >= 1
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -100,12 +115,34 @@ type secretsManagement struct {
 	historyLimit int
 	// searchAttributes is carried through Continue-As-New.
 	searchAttributes bool
+	// interval, driftChecks, drift and driftDue run the Vault drift check.
+	interval    time.Duration
+	driftChecks bool
+	drift       workflow.Future
+	driftDue    bool
 }
 
-func (s *secretsManagement) waits(workflow.Context, *resourceLoop, workflow.Selector) {}
+// waits adds the drift-check timer while the store is Ready: nothing else
+// would notice a Vault that restarted empty or lost a policy while the
+// SecretsManagement stays unchanged.
+func (s *secretsManagement) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
+	if !s.driftChecks || r.st.Deleting || r.st.Phase != PhaseSecretsReady {
+		return
+	}
+	if s.drift == nil {
+		s.drift = workflow.NewTimerWithOptions(ctx, s.interval, workflow.TimerOptions{
+			Summary: "drift check: compare the Vault store of " + s.name + " with the spec",
+		})
+	}
+	sel.AddFuture(s.drift, func(workflow.Future) {
+		s.drift = nil
+		s.driftDue = true
+		r.wake()
+	})
+}
 
 func (s *secretsManagement) continueAsNew(ctx workflow.Context, _ *resourceLoop, pending *ResourceEvent) error {
-	in := SecretsManagementInput{Namespace: s.ns, Name: s.name, Pending: pending, HistoryLimit: s.historyLimit, SearchAttributes: s.searchAttributes}
+	in := SecretsManagementInput{Namespace: s.ns, Name: s.name, Pending: pending, HistoryLimit: s.historyLimit, SearchAttributes: s.searchAttributes, CheckInterval: s.interval}
 	if pending == nil {
 		st := s.st
 		in.State = &st
@@ -144,6 +181,12 @@ func (s *secretsManagement) reconcile(ctx workflow.Context, r *resourceLoop) {
 		// Added: the watcher's next event says so too; until then a retry
 		// need not add it again.
 		r.st.Finalizers = append(append([]string(nil), r.st.Finalizers...), oda.Finalizer)
+	}
+	if s.driftDue {
+		// Configure again: the activity creates only what is missing and
+		// rewrites policy and role, so an intact store costs a few reads.
+		s.driftDue = false
+		s.st.Configured = ""
 	}
 	if specHash := hashOf(spec); s.st.Configured != specHash {
 		s.st.Touched = true

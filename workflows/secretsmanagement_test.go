@@ -158,7 +158,8 @@ func TestSecretsManagementInstallAndSelectorChange(t *testing.T) {
 	}, 10*time.Minute)
 	at(env, time.Hour, SignalResourceEvent, smEvent("h2", smSpec("demo-a-api-*")))
 	at(env, 2*time.Hour, SignalResourceEvent, ResourceEvent{UID: "sm-uid", Deleted: true})
-	env.ExecuteWorkflow(SecretsManagementWorkflow, SecretsManagementInput{Namespace: testNS, Name: "demo-a"})
+	// No drift check in these two hours: this test counts configures.
+	env.ExecuteWorkflow(SecretsManagementWorkflow, SecretsManagementInput{Namespace: testNS, Name: "demo-a", CheckInterval: 24 * time.Hour})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -345,5 +346,24 @@ func TestSecretsManagementWithoutVault(t *testing.T) {
 	}
 	if len(f.released) != 1 || len(f.deletes) != 1 {
 		t.Errorf("released %d after %d delete attempts, want 1 and 1", len(f.released), len(f.deletes))
+	}
+}
+
+func TestSecretsManagementDriftCheckReconfiguresAReadyStore(t *testing.T) {
+	env, f := newSecretsEnv(t)
+	f.missing = []int{0}
+	at(env, time.Second, SignalResourceEvent, smEvent("h1", smSpec("demo-a-*")))
+	at(env, 35*time.Minute, SignalResourceEvent, ResourceEvent{UID: "sm-uid", Deleted: true})
+	env.ExecuteWorkflow(SecretsManagementWorkflow, SecretsManagementInput{Namespace: testNS, Name: "demo-a", CheckInterval: 10 * time.Minute})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	// Installed once, then re-checked at 10, 20 and 30 minutes.
+	if len(f.configures) != 4 {
+		t.Fatalf("configures = %d, want 4 (install and three drift checks)", len(f.configures))
+	}
+	// An intact store writes no new status and records no new Event.
+	if got := f.readiness(); !equal(got, []string{"Ready:true"}) {
+		t.Errorf("statuses = %v, want one", got)
 	}
 }

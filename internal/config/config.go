@@ -110,6 +110,9 @@ type Watcher struct {
 	// IdentityCheckInterval is how often each IdentityConfig's workflow
 	// compares Keycloak with the spec and repairs drift.
 	IdentityCheckInterval time.Duration
+	// SecretsCheckInterval is how often each Ready SecretsManagement's
+	// workflow compares Vault with the spec and repairs drift.
+	SecretsCheckInterval time.Duration
 }
 
 func env(name, def string) string {
@@ -320,6 +323,8 @@ func (w *Watcher) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&w.Identity, "identity", env("POD_NAME", host), "this replica's identity in the Lease (env POD_NAME)")
 	check, _ := time.ParseDuration(env("ODAFLOW_IDENTITY_CHECK_INTERVAL", "10m"))
 	fs.DurationVar(&w.IdentityCheckInterval, "identity-check-interval", check, "how often Keycloak is checked against each IdentityConfig and drift repaired (env ODAFLOW_IDENTITY_CHECK_INTERVAL)")
+	secretsCheck, _ := time.ParseDuration(env("ODAFLOW_SECRETS_CHECK_INTERVAL", "10m"))
+	fs.DurationVar(&w.SecretsCheckInterval, "secrets-check-interval", secretsCheck, "how often Vault is checked against each ready SecretsManagement and drift repaired (env ODAFLOW_SECRETS_CHECK_INTERVAL)")
 }
 
 // Validate checks the watcher's configuration.
@@ -330,6 +335,9 @@ func (w Watcher) Validate() error {
 	}
 	if w.IdentityCheckInterval < time.Minute {
 		errs = append(errs, fmt.Errorf("--identity-check-interval %s must be at least 1m: each check calls Keycloak for every component", w.IdentityCheckInterval))
+	}
+	if w.SecretsCheckInterval < time.Minute {
+		errs = append(errs, fmt.Errorf("--secrets-check-interval %s must be at least 1m: each check calls Vault for every component", w.SecretsCheckInterval))
 	}
 	return errors.Join(errs...)
 }
