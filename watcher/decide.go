@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,16 +68,33 @@ var ignoredAnnotations = map[string]bool{
 }
 
 // DesiredStateHash identifies what a resource's workflow acts on: spec,
-// labels, annotations (but the bookkeeping ones), finalizers and deletion.
-// Status is left out on purpose: these CRDs have no status subresource, so
-// every status write by odaflow (or anyone) fires a watch event, and
-// re-driving the workflow for its own write would loop.
+// labels, annotations (but the bookkeeping ones), finalizers (but odaflow's
+// own) and deletion. Status is left out on purpose: these CRDs have no status
+// subresource, so every status write by odaflow (or anyone) fires a watch
+// event, and re-driving the workflow for its own write would loop. odaflow's
+// finalizer is left out for the same reason: adding it is the workflow's own
+// write, and re-driving it cost a whole second reconcile.
 func DesiredStateHash(obj *unstructured.Unstructured) string {
+	return desiredStateHash(obj, false)
+}
+
+// legacyDesiredStateHash is the hash watchers before the change above
+// computed (odaflow's finalizer included). A restarted watcher accepts either
+// in the observed-hash annotation, so the upgrade re-drives nothing.
+func legacyDesiredStateHash(obj *unstructured.Unstructured) string {
+	return desiredStateHash(obj, true)
+}
+
+func desiredStateHash(obj *unstructured.Unstructured, withOwnFinalizer bool) string {
 	annotations := map[string]string{}
 	for k, v := range obj.GetAnnotations() {
 		if !ignoredAnnotations[k] {
 			annotations[k] = v
 		}
+	}
+	finalizers := obj.GetFinalizers()
+	if !withOwnFinalizer {
+		finalizers = slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == oda.Finalizer })
 	}
 	spec := obj.Object["spec"]
 	b, _ := json.Marshal(struct {
@@ -85,7 +103,7 @@ func DesiredStateHash(obj *unstructured.Unstructured) string {
 		Annotations map[string]string `json:"annotations"`
 		Finalizers  []string          `json:"finalizers"`
 		Deleting    bool              `json:"deleting"`
-	}{spec, obj.GetLabels(), annotations, obj.GetFinalizers(), obj.GetDeletionTimestamp() != nil})
+	}{spec, obj.GetLabels(), annotations, finalizers, obj.GetDeletionTimestamp() != nil})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
 }

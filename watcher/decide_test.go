@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path"
+	"slices"
 	"testing"
 	"time"
 
@@ -169,9 +170,13 @@ func TestDesiredStateHash(t *testing.T) {
 		{"kubectl last-applied-configuration is ignored", func(u *unstructured.Unstructured) {
 			setAnnotation(u, "kubectl.kubernetes.io/last-applied-configuration", `{"x":1}`)
 		}, false},
-		{"finalizer added", func(u *unstructured.Unstructured) {
-			u.SetFinalizers([]string{oda.Finalizer, oda.KopfFinalizer})
+		{"another controller's finalizer added", func(u *unstructured.Unstructured) {
+			u.SetFinalizers(append(u.GetFinalizers(), "example.com/cleanup"))
 		}, true},
+		// odaflow's own finalizer is its own write, like status.
+		{"odaflow's finalizer added", func(u *unstructured.Unstructured) {
+			u.SetFinalizers(append(u.GetFinalizers(), oda.Finalizer))
+		}, false},
 		{"finalizers removed", func(u *unstructured.Unstructured) { u.SetFinalizers(nil) }, true},
 		{"deletionTimestamp set", func(u *unstructured.Unstructured) {
 			now := metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
@@ -209,6 +214,20 @@ func TestDesiredStateHash(t *testing.T) {
 				t.Errorf("hash %s → %s: changed = %t, want %t", base, got, changed, tt.changes)
 			}
 		})
+	}
+}
+
+func TestLegacyHashStillRecognised(t *testing.T) {
+	u := component()
+	u.SetFinalizers(append(u.GetFinalizers(), oda.Finalizer))
+	// A watcher before the change counted odaflow's finalizer: its
+	// annotation must still match after an upgrade.
+	if legacyDesiredStateHash(u) == DesiredStateHash(u) {
+		t.Fatal("with odaflow's finalizer the legacy hash must differ from today's")
+	}
+	plain := component()
+	if legacyDesiredStateHash(plain) != DesiredStateHash(plain) && !slices.Contains(plain.GetFinalizers(), oda.Finalizer) {
+		t.Fatal("without odaflow's finalizer both hashes must agree")
 	}
 }
 

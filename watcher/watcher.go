@@ -411,13 +411,14 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		return err
 	}
 	ev := ResourceEventOf(obj)
+	legacy := legacyDesiredStateHash(obj)
 	if k.Kind == oda.KindExposedAPI.Name {
 		exp, err := w.exposureOf(obj)
 		if err != nil {
 			return err
 		}
 		ev.Exposure = exp
-		ev.Hash = hashWith(ev.Hash, exp)
+		ev.Hash, legacy = hashWith(ev.Hash, exp), hashWith(legacy, exp)
 	}
 	if k.Kind == oda.KindDependentAPI.Name {
 		dep, err := w.dependencyOf(obj)
@@ -425,7 +426,7 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 			return err
 		}
 		ev.Dependency = dep
-		ev.Hash = hashWith(ev.Hash, dep)
+		ev.Hash, legacy = hashWith(ev.Hash, dep), hashWith(legacy, dep)
 	}
 	w.mu.Lock()
 	last, seen := w.sent[k]
@@ -435,7 +436,7 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		w.metrics.Dedup.WithLabelValues(k.Kind, "unchanged").Inc()
 		w.done(k)
 		return nil
-	case !seen && obj.GetAnnotations()[oda.AnnotationObservedHash] == ev.Hash:
+	case !seen && (obj.GetAnnotations()[oda.AnnotationObservedHash] == ev.Hash || obj.GetAnnotations()[oda.AnnotationObservedHash] == legacy):
 		// Restart: the workflow already handled exactly this state.
 		w.metrics.Dedup.WithLabelValues(k.Kind, "observed").Inc()
 		w.remember(k, ev.UID+"/"+ev.Hash)

@@ -915,3 +915,19 @@ func TestWatcherUnchangedChildWithPortIsNotReSignalled(t *testing.T) {
 		t.Errorf("child-status signals: %s, want 1", describe(childSignals))
 	}
 }
+
+func TestWatcherUpgradeAcceptsTheLegacyObservedHash(t *testing.T) {
+	const ns = "components"
+	api := exposedAPI(ns, "api", "", "/a")
+	api.SetFinalizers([]string{oda.Finalizer})
+	// Annotated by a watcher that still counted odaflow's finalizer: the
+	// workflow handled this state, so the upgraded watcher stays silent.
+	// No ingress, no endpoints, no rival: the exposure the watcher reads.
+	setAnnotation(api, oda.AnnotationObservedHash, hashWith(legacyDesiredStateHash(api), &workflows.Exposure{}))
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{api}})
+	h.awaitCounter(h.metrics.Dedup, 1, "ExposedAPI", "observed")
+	h.idle()
+	if got := h.sig.snapshot(); len(got) != 0 {
+		t.Errorf("after an upgrade with nothing new: %s", describe(got))
+	}
+}
