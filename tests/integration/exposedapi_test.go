@@ -21,6 +21,8 @@ import (
 
 var virtualServices = schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1", Resource: "virtualservices"}
 
+var serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+
 // ensureIngress creates the Istio ingress Service the gateway publishes
 // through, without a load-balancer address (as while it is pending).
 func ensureIngress(t *testing.T) {
@@ -127,6 +129,18 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 	})
 	waitExposed(t, ns, core, false, false)
 	waitPhase(t, ns, component, oda.StatusCompCon, 10*time.Second)
+	// The metrics API is scraped through a ServiceMonitor on its
+	// implementation, owned by the ExposedAPI (§2.2.1).
+	metrics := component + "-metrics"
+	eventually(t, 30*time.Second, "ServiceMonitor of the metrics API", func() (bool, string) {
+		sm, err := stack.dyn.Resource(serviceMonitors).Namespace(ns).Get(context.Background(), metrics, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		sel, _, _ := unstructured.NestedString(sm.Object, "spec", "selector", "matchLabels", "name")
+		owners := sm.GetOwnerReferences()
+		return sel == "ctk-productcatalogmanagement-sm" && len(owners) == 1 && owners[0].Name == metrics, fmt.Sprintf("selector %q owners %v", sel, owners)
+	})
 
 	// The address appears: every url is filled.
 	setIngressAddress(t, "34.159.217.74")
