@@ -142,7 +142,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: start worker: %v\n", err)
 		return 1
 	}
-	defer stopApp(stack.worker)
+	defer func() { stopApp(stack.worker) }()
 	if stack.watcher, err = startWatcher(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: start watcher: %v\n", err)
 		return 1

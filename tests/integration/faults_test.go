@@ -1,0 +1,66 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
+)
+
+// TestWorkerRestartMidLifecycle stops the worker while a Component is half
+// way (children applied, gateway address and endpoints not there yet),
+// changes the world while no worker runs, and starts a new worker: the
+// lifecycle continues where it was, in the same workflow run, and nothing is
+// created twice.
+func TestWorkerRestartMidLifecycle(t *testing.T) {
+	ns := "it-worker-restart"
+	name := "wr-productcatalogmanagement"
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "")
+	impls := []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, false)
+	}
+	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
+	wfID := oda.WorkflowID(oda.KindComponent.Name, ns, name)
+	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
+		apis := listChildren(t, oda.KindExposedAPI, ns, name)
+		return len(apis) == 4, fmt.Sprint(apis)
+	})
+	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
+	runsBefore := runsOf(t, wfID)
+
+	stopApp(stack.worker)
+	// While no worker runs, the gateway gets its address and the
+	// implementations come up: the watcher keeps signalling, Temporal keeps
+	// the signals.
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, true)
+	}
+	time.Sleep(2 * time.Second) // let the signals queue up with no worker
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	w, err := startWorker(ctx)
+	if err != nil {
+		t.Fatalf("restart the worker: %v", err)
+	}
+	stack.worker = w
+
+	waitIdentity(t, ns, name)
+	waitPhase(t, ns, name, oda.StatusComplete, 90*time.Second)
+	if runs := runsOf(t, wfID); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
+		t.Errorf("runs before %v, after %v: the restart must continue the same lifecycle", runsBefore, runs)
+	}
+	if apis := listChildren(t, oda.KindExposedAPI, ns, name); len(apis) != 4 {
+		t.Errorf("ExposedAPIs after the restart = %v, want the same 4", apis)
+	}
+	if ids := listChildren(t, oda.KindIdentityConfig, ns, name); len(ids) != 1 {
+		t.Errorf("IdentityConfigs after the restart = %v, want 1", ids)
+	}
+	deleteComponent(t, ns, name)
+}
