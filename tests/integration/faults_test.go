@@ -64,3 +64,50 @@ func TestWorkerRestartMidLifecycle(t *testing.T) {
 	}
 	deleteComponent(t, ns, name)
 }
+
+// TestAPIServerRestartMidLifecycle stops kube-apiserver while a Component
+// is half way and starts it again: the watcher's informers reconnect, the
+// activities' retries carry the writes that failed meanwhile, and the same
+// lifecycle reaches Complete with nothing created twice.
+func TestAPIServerRestartMidLifecycle(t *testing.T) {
+	ns := "it-apiserver-restart"
+	name := "ar-productcatalogmanagement"
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "")
+	impls := []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, false)
+	}
+	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
+	wfID := oda.WorkflowID(oda.KindComponent.Name, ns, name)
+	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
+		apis := listChildren(t, oda.KindExposedAPI, ns, name)
+		return len(apis) == 4, fmt.Sprint(apis)
+	})
+	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
+	runsBefore := runsOf(t, wfID)
+
+	if err := stack.kube.StopAPIServer(); err != nil {
+		t.Fatalf("stop kube-apiserver: %v", err)
+	}
+	time.Sleep(3 * time.Second) // the watcher's watches break, activities fail and retry
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := stack.kube.StartAPIServer(ctx); err != nil {
+		t.Fatalf("start kube-apiserver again: %v", err)
+	}
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range impls {
+		setEndpoints(t, ns, svc, true)
+	}
+	waitIdentity(t, ns, name)
+	waitPhase(t, ns, name, oda.StatusComplete, 2*time.Minute)
+	if runs := runsOf(t, wfID); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
+		t.Errorf("runs before %v, after %v: the restart must continue the same lifecycle", runsBefore, runs)
+	}
+	if apis := listChildren(t, oda.KindExposedAPI, ns, name); len(apis) != 4 {
+		t.Errorf("ExposedAPIs after the restart = %v, want the same 4", apis)
+	}
+	deleteComponent(t, ns, name)
+}
