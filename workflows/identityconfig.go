@@ -112,10 +112,8 @@ type identityConfig struct {
 	interval     time.Duration
 	// searchAttributes is carried through Continue-As-New.
 	searchAttributes bool
-	// drift is the pending drift-check timer; driftDue marks a reconcile
-	// the timer asked for.
-	drift    workflow.Future
-	driftDue bool
+	// drift is the periodic comparison of Keycloak with the spec.
+	drift driftCheck
 	// version is changeHubListener's; roleEvents the listener's signals.
 	version    workflow.Version
 	roleEvents workflow.ReceiveChannel
@@ -149,16 +147,7 @@ func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workfl
 	if r.st.Deleting || r.st.Phase != PhaseIdentityReady {
 		return
 	}
-	if x.drift == nil {
-		x.drift = workflow.NewTimerWithOptions(ctx, x.interval, workflow.TimerOptions{
-			Summary: "drift check: compare Keycloak client " + x.name + " with the spec",
-		})
-	}
-	sel.AddFuture(x.drift, func(workflow.Future) {
-		x.drift = nil
-		x.driftDue = true
-		r.wake()
-	})
+	x.drift.arm(ctx, r, sel, x.interval, "drift check: compare Keycloak client "+x.name+" with the spec")
 }
 
 func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
@@ -199,10 +188,9 @@ func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
 }
 
 func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
-	drift := x.driftDue
-	x.driftDue = false
+	drift := x.drift.take()
 	if r.st.Deleting {
-		x.drift = nil
+		x.drift.stop()
 		r.finishDeletion(ctx, "the Keycloak client "+x.name, func(ctx workflow.Context) error {
 			// odaflow's finalizer goes on before the client is created, so
 			// an IdentityConfig without it never had a client from odaflow;
@@ -305,7 +293,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 // fail reports a failed attempt and schedules the next one after a
 // backoff; the drift timer is dropped until the identity is back.
 func (x *identityConfig) fail(ctx workflow.Context, r *resourceLoop, f *oda.Failure) {
-	x.drift = nil
+	x.drift.stop()
 	r.retryAfterBackoff(ctx)
 	r.report(ctx, PhaseIdentityFailed, false, f, identityNotReady())
 }

@@ -298,3 +298,35 @@ func (r *resourceLoop) finishDeletion(ctx workflow.Context, what string, cleanup
 	}
 	r.released = true
 }
+
+// driftCheck is the periodic re-check of a resource whose external side
+// (Keycloak, Vault) can change behind odaflow's back: a durable timer with a
+// summary, so the Web UI shows what the workflow waits for.
+type driftCheck struct {
+	timer workflow.Future
+	due   bool
+}
+
+// arm adds the pending timer (started if none is) to the selector the loop
+// blocks on; when it fires, the check is due and the loop reconciles.
+func (d *driftCheck) arm(ctx workflow.Context, r *resourceLoop, sel workflow.Selector, interval time.Duration, summary string) {
+	if d.timer == nil {
+		d.timer = workflow.NewTimerWithOptions(ctx, interval, workflow.TimerOptions{Summary: summary})
+	}
+	sel.AddFuture(d.timer, func(workflow.Future) {
+		d.timer = nil
+		d.due = true
+		r.wake()
+	})
+}
+
+// take reports whether a check is due, and clears it.
+func (d *driftCheck) take() bool {
+	due := d.due
+	d.due = false
+	return due
+}
+
+// stop forgets the pending timer (it still fires, unheard): no check while
+// the resource is failing or going away.
+func (d *driftCheck) stop() { d.timer = nil }

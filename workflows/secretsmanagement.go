@@ -115,11 +115,10 @@ type secretsManagement struct {
 	historyLimit int
 	// searchAttributes is carried through Continue-As-New.
 	searchAttributes bool
-	// interval, driftChecks, drift and driftDue run the Vault drift check.
+	// interval, driftChecks and drift run the Vault drift check.
 	interval    time.Duration
 	driftChecks bool
-	drift       workflow.Future
-	driftDue    bool
+	drift       driftCheck
 }
 
 // waits adds the drift-check timer while the store is Ready: nothing else
@@ -129,16 +128,7 @@ func (s *secretsManagement) waits(ctx workflow.Context, r *resourceLoop, sel wor
 	if !s.driftChecks || r.st.Deleting || r.st.Phase != PhaseSecretsReady {
 		return
 	}
-	if s.drift == nil {
-		s.drift = workflow.NewTimerWithOptions(ctx, s.interval, workflow.TimerOptions{
-			Summary: "drift check: compare the Vault store of " + s.name + " with the spec",
-		})
-	}
-	sel.AddFuture(s.drift, func(workflow.Future) {
-		s.drift = nil
-		s.driftDue = true
-		r.wake()
-	})
+	s.drift.arm(ctx, r, sel, s.interval, "drift check: compare the Vault store of "+s.name+" with the spec")
 }
 
 func (s *secretsManagement) continueAsNew(ctx workflow.Context, _ *resourceLoop, pending *ResourceEvent) error {
@@ -182,10 +172,9 @@ func (s *secretsManagement) reconcile(ctx workflow.Context, r *resourceLoop) {
 		// need not add it again.
 		r.st.Finalizers = append(append([]string(nil), r.st.Finalizers...), oda.Finalizer)
 	}
-	if s.driftDue {
+	if s.drift.take() {
 		// Configure again: the activity creates only what is missing and
 		// rewrites policy and role, so an intact store costs a few reads.
-		s.driftDue = false
 		s.st.Configured = ""
 	}
 	if specHash := hashOf(spec); s.st.Configured != specHash {

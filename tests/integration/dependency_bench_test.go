@@ -174,6 +174,7 @@ func writeResult(t *testing.T, file string, res any) {
 	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("wrote %s", out)
 }
 
 // historyLength is the number of events in a workflow's current run.

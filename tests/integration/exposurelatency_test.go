@@ -2,13 +2,11 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -25,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 )
 
@@ -125,19 +122,7 @@ func TestGatewayExposureLatency(t *testing.T) {
 		t.Logf("%s: apiserver requests per API by method %v; Kong Admin %v", g.Gateway, g.KubeRequestsPerAPIByMethod, g.KongAdminRequestsPerAPIByMethod)
 	}
 
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "results", "exposure-latency.json")
-	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", out)
+	writeResult(t, "exposure-latency.json", res)
 }
 
 const latencyConcurrency = 8

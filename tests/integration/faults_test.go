@@ -18,30 +18,13 @@ import (
 func TestWorkerRestartMidLifecycle(t *testing.T) {
 	ns := "it-worker-restart"
 	name := "wr-productcatalogmanagement"
-	createNamespace(t, ns)
-	ensureIngress(t)
-	setIngressAddress(t, "")
-	impls := []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
-	for _, svc := range impls {
-		setEndpoints(t, ns, svc, false)
-	}
-	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
-	wfID := oda.WorkflowID(oda.KindComponent.Name, ns, name)
-	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
-		apis := listChildren(t, oda.KindExposedAPI, ns, name)
-		return len(apis) == 4, fmt.Sprint(apis)
-	})
-	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
-	runsBefore := runsOf(t, wfID)
+	runsBefore := startHalfWay(t, ns, name)
 
 	stopApp(stack.worker)
 	// While no worker runs, the gateway gets its address and the
 	// implementations come up: the watcher keeps signalling, Temporal keeps
 	// the signals.
-	setIngressAddress(t, "34.159.217.74")
-	for _, svc := range impls {
-		setEndpoints(t, ns, svc, true)
-	}
+	bringUpGatewayAndImplementations(t, ns)
 	time.Sleep(2 * time.Second) // let the signals queue up with no worker
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -52,13 +35,7 @@ func TestWorkerRestartMidLifecycle(t *testing.T) {
 	stack.worker = w
 
 	waitIdentity(t, ns, name)
-	waitPhase(t, ns, name, oda.StatusComplete, 90*time.Second)
-	if runs := runsOf(t, wfID); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
-		t.Errorf("runs before %v, after %v: the restart must continue the same lifecycle", runsBefore, runs)
-	}
-	if apis := listChildren(t, oda.KindExposedAPI, ns, name); len(apis) != 4 {
-		t.Errorf("ExposedAPIs after the restart = %v, want the same 4", apis)
-	}
+	assertSameLifecycleCompletes(t, ns, name, runsBefore, 90*time.Second)
 	if ids := listChildren(t, oda.KindIdentityConfig, ns, name); len(ids) != 1 {
 		t.Errorf("IdentityConfigs after the restart = %v, want 1", ids)
 	}
@@ -72,21 +49,7 @@ func TestWorkerRestartMidLifecycle(t *testing.T) {
 func TestAPIServerRestartMidLifecycle(t *testing.T) {
 	ns := "it-apiserver-restart"
 	name := "ar-productcatalogmanagement"
-	createNamespace(t, ns)
-	ensureIngress(t)
-	setIngressAddress(t, "")
-	impls := []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
-	for _, svc := range impls {
-		setEndpoints(t, ns, svc, false)
-	}
-	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
-	wfID := oda.WorkflowID(oda.KindComponent.Name, ns, name)
-	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
-		apis := listChildren(t, oda.KindExposedAPI, ns, name)
-		return len(apis) == 4, fmt.Sprint(apis)
-	})
-	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
-	runsBefore := runsOf(t, wfID)
+	runsBefore := startHalfWay(t, ns, name)
 
 	if err := stack.kube.StopAPIServer(); err != nil {
 		t.Fatalf("stop kube-apiserver: %v", err)
@@ -97,17 +60,54 @@ func TestAPIServerRestartMidLifecycle(t *testing.T) {
 	if err := stack.kube.StartAPIServer(ctx); err != nil {
 		t.Fatalf("start kube-apiserver again: %v", err)
 	}
+	bringUpGatewayAndImplementations(t, ns)
+	waitIdentity(t, ns, name)
+	assertSameLifecycleCompletes(t, ns, name, runsBefore, 2*time.Minute)
+	deleteComponent(t, ns, name)
+}
+
+var faultImplementations = []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+
+// startHalfWay installs a Component whose gateway has no address and whose
+// implementations are down, waits until its children are applied, and
+// returns its workflow's runs at that point.
+func startHalfWay(t *testing.T, ns, name string) []string {
+	t.Helper()
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "")
+	for _, svc := range faultImplementations {
+		setEndpoints(t, ns, svc, false)
+	}
+	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
+	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
+		apis := listChildren(t, oda.KindExposedAPI, ns, name)
+		return len(apis) == 4, fmt.Sprint(apis)
+	})
+	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
+	return runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
+}
+
+// bringUpGatewayAndImplementations gives the gateway its address and the
+// implementations ready endpoints.
+func bringUpGatewayAndImplementations(t *testing.T, ns string) {
+	t.Helper()
 	setIngressAddress(t, "34.159.217.74")
-	for _, svc := range impls {
+	for _, svc := range faultImplementations {
 		setEndpoints(t, ns, svc, true)
 	}
-	waitIdentity(t, ns, name)
-	waitPhase(t, ns, name, oda.StatusComplete, 2*time.Minute)
-	if runs := runsOf(t, wfID); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
+}
+
+// assertSameLifecycleCompletes waits for Complete and checks that the
+// workflow run is the one from before the fault and that no child was
+// created twice.
+func assertSameLifecycleCompletes(t *testing.T, ns, name string, runsBefore []string, timeout time.Duration) {
+	t.Helper()
+	waitPhase(t, ns, name, oda.StatusComplete, timeout)
+	if runs := runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name)); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
 		t.Errorf("runs before %v, after %v: the restart must continue the same lifecycle", runsBefore, runs)
 	}
 	if apis := listChildren(t, oda.KindExposedAPI, ns, name); len(apis) != 4 {
 		t.Errorf("ExposedAPIs after the restart = %v, want the same 4", apis)
 	}
-	deleteComponent(t, ns, name)
 }

@@ -2,11 +2,9 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/odaflow/odaflow/internal/config"
-	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/watcher"
 )
@@ -176,19 +173,7 @@ func TestWatcherEventToSignalLatency(t *testing.T) {
 	_ = tw.Flush()
 	t.Logf("create returned → first WorkflowExecutionSignaled (history event time):\n%s", b.String())
 
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(root, "results", "watcher-latency.json")
-	data, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out, append(data, '\n'), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("wrote %s", out)
+	writeResult(t, "watcher-latency.json", res)
 }
 
 // firstSignalTime is the event time of the first WorkflowExecutionSignaled
