@@ -1,6 +1,7 @@
 # odaflow — the two commands a fresh machine needs are `make dev` and `make test`.
 # Everything else here is what those two call, plus helpers for developers.
 
+SHELL     := bash
 GO        ?= go
 BIN       := bin
 ODAFLOW   := $(BIN)/odaflow
@@ -41,9 +42,18 @@ vet:
 ## test: formatting, vet, and every package's tests. The integration tests in
 ## tests/ start the real servers themselves; with CI set they fail (never skip)
 ## when the servers are missing.
+## The run keeps its artifacts in $(ARTIFACTS): the whole go test output
+## (go-test.log), every workflow history the tests' Temporal servers
+## recorded, the servers' logs and the ledger of secret values the tests
+## used. hack/secretscan then searches all of it, and the committed replay
+## histories, for every secret: one hit fails the run.
+ARTIFACTS ?= $(CURDIR)/.test-artifacts
 test: tools fmt-check vet contracts
-	$(GO) test -count=1 $(GOTESTFLAGS) ./...
+	rm -rf $(ARTIFACTS) && mkdir -p $(ARTIFACTS)
+	set -o pipefail; ODAFLOW_TEST_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -json $(GOTESTFLAGS) ./... 2>&1 \
+		| $(GO) run ./hack/gotestlog -o $(ARTIFACTS)/go-test.log
 	cd tests/compose && $(GO) test -count=1 ./...
+	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories
 
 ## contracts: the client libraries' own integration tests (an allow-list of
 ## the methods odaflow uses) against odaflow's doubles of Kong and Keycloak,
@@ -71,7 +81,9 @@ clean:
 ## record-histories: re-record the replay suite's histories from the real
 ## servers. Only for a deliberate workflow change made behind workflow.GetVersion.
 record-histories: tools
-	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run 'TestComponentLifecycleOnRealServers|TestExposedAPI|TestDependency' ./tests/integration/
+	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 ./tests/integration/
+	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run TestWorkflowCodeMatchesItsRecordings ./workflows/
+	$(GO) test -count=1 -run 'TestReplay|TestWorkflowCode|TestEveryWorkflow' ./workflows/
 
 ## bench: N productcatalog Components applied at once on the local stack;
 ## figures as a table and in results/bench-latest.json. BENCH_N=1,100,1000.

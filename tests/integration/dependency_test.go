@@ -54,12 +54,7 @@ func inventoryRecord(component string) (state, url string, n int) {
 // installDependencyPair installs the provider and the dependant in the given
 // order and checks that both reach Complete with the dependency resolved.
 func installDependencyPair(t *testing.T, ns string, providerFirst bool) (depName, providerURL string) {
-	createNamespace(t, ns)
-	ensureIngress(t)
-	setIngressAddress(t, "34.159.217.74")
-	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
-		setEndpoints(t, ns, svc, true)
-	}
+	readyNamespace(t, ns)
 	provider := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, providerComponent)))
 	dependant := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, dependantComponent))
 	if providerFirst {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,4 +231,10 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 		}
 		return len(l.Items) == 0, fmt.Sprint(len(l.Items))
 	})
+	coreID := oda.WorkflowID("ExposedAPI", ns, core)
+	eventually(t, 30*time.Second, "the ExposedAPI's lifecycle closed", func() (bool, string) {
+		st, err := workflowStatus(coreID)
+		return err == nil && st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(st, err)
+	})
+	recordHistory(t, coreID, "exposedapi-upgrade-delete.json")
 }

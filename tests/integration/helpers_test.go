@@ -177,3 +177,16 @@ func containsAny(list []string, sub string) bool {
 	}
 	return false
 }
+
+// readyNamespace creates a namespace where a productcatalog Component can
+// complete: the gateway has its address and every implementation behind
+// the fixture's APIs has ready endpoints.
+func readyNamespace(t *testing.T, ns string) {
+	t.Helper()
+	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range faultImplementations {
+		setEndpoints(t, ns, svc, true)
+	}
+}

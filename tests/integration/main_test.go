@@ -28,6 +28,7 @@ import (
 	"github.com/odaflow/odaflow/internal/doubles/keycloak"
 	"github.com/odaflow/odaflow/internal/doubles/serviceinventory"
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/internal/testartifacts"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"
 	"github.com/odaflow/odaflow/workflows"
@@ -125,7 +126,7 @@ func run(m *testing.M) int {
 	stack.common = config.Common{
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
-		HTTPAddress: "127.0.0.1:0", LogLevel: "warn", IngressSelector: "istio=ingressgateway",
+		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway",
 		SearchAttributes: true,
 	}
 	if err := startDoubles(ctx); err != nil {
@@ -148,7 +149,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { stopApp(stack.watcher) }()
-	return m.Run()
+	code := m.Run()
+	if err := collectArtifacts(logDir); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: artifacts for the secrets scan: %v\n", err)
+		return 1
+	}
+	return code
 }
 
 // fastPoll removes the dev server's 50 ms task-queue polling floor (see
@@ -217,6 +223,15 @@ func stopApp(app *fx.App) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = app.Stop(ctx)
+}
+
+// logLevel is debug when the run keeps its logs for the secrets scan (the
+// more odaflow says, the more the scan covers), warn otherwise.
+func logLevel() string {
+	if testartifacts.Dir() != "" {
+		return "debug"
+	}
+	return "warn"
 }
 
 // quietLogger keeps the SDK client's info lines out of the test output.

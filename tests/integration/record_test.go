@@ -19,11 +19,17 @@ import (
 // change to the workflow code is compatible with what production recorded.
 func recordHistory(t *testing.T, workflowID, file string) {
 	t.Helper()
+	recordRun(t, workflowID, "", file)
+}
+
+// recordRun is recordHistory for one run ("" for the latest).
+func recordRun(t *testing.T, workflowID, runID, file string) {
+	t.Helper()
 	if os.Getenv("ODAFLOW_RECORD_HISTORIES") == "" {
 		return
 	}
 	var events []*historypb.HistoryEvent
-	it := stack.tc.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := stack.tc.GetWorkflowHistory(context.Background(), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {

@@ -221,12 +221,7 @@ func TestSecretsManagementOnRealServers(t *testing.T) {
 	names := secrets.NamesFor(ns, name)
 	smID := oda.WorkflowID(oda.KindSecretsManagement.Name, ns, name)
 	compID := oda.WorkflowID(oda.KindComponent.Name, ns, name)
-	createNamespace(t, ns)
-	ensureIngress(t)
-	setIngressAddress(t, "34.159.217.74")
-	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
-		setEndpoints(t, ns, svc, true)
-	}
+	readyNamespace(t, ns)
 	ensureServiceAccount(t, ns, "default")
 
 	// A pod that was running before the component asked for secrets: it

@@ -252,12 +252,32 @@ func newID() string {
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
+// issued remembers every credential a double of this process handed out
+// (client secrets, access and refresh tokens), so that the tests' secrets
+// scan can look for each of them in histories and logs.
+var issued struct {
+	sync.Mutex
+	values []string
+}
+
+// Issued returns every client secret and token issued so far by any double
+// in this process.
+func Issued() []string {
+	issued.Lock()
+	defer issued.Unlock()
+	return append([]string(nil), issued.values...)
+}
+
 func newSecret() string {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err)
 	}
-	return hex.EncodeToString(b[:])
+	v := hex.EncodeToString(b[:])
+	issued.Lock()
+	issued.values = append(issued.values, v)
+	issued.Unlock()
+	return v
 }
 
 var errExists = errors.New("exists")
