@@ -40,7 +40,9 @@ type Result struct {
 	KubeRequestsPerComp    float64            `json:"apiserverRequestsPerComponent"`
 	Conflicts409           int                `json:"conflicts409"`
 	WorkerRequestsByMethod map[string]float64 `json:"workerRequestsPerComponentByMethod"`
-	Completed              int                `json:"completed"`
+	// WorkerRequestsByResource splits them by method and resource.
+	WorkerRequestsByResource map[string]float64 `json:"workerRequestsPerComponentByResource"`
+	Completed                int                `json:"completed"`
 }
 
 // Percentiles of a latency distribution, in seconds.
@@ -130,6 +132,7 @@ func run(sizes, out string, concurrency int, timeout time.Duration) error {
 		results = append(results, r)
 		printTable(results)
 		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
+		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
 	}
 	if err := os.MkdirAll(filepath.Join(root, out), 0o755); err != nil {
 		return err

@@ -226,6 +226,29 @@ func kubeRequestsByMethod(addr string) (total, conflicts float64, byMethod map[s
 	return total, conflicts, byMethod
 }
 
+// metricByLabels scrapes one counter of a process's /metrics, keyed by its
+// label set as printed ({method="PATCH",resource="exposedapis"}).
+func metricByLabels(addr, name string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		i := strings.LastIndex(line, " ")
+		v, _ := strconv.ParseFloat(line[i+1:], 64)
+		out[line[len(name):i]] += v
+	}
+	return out
+}
+
 type compTimes struct {
 	applied  time.Time
 	children time.Time
@@ -318,6 +341,7 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 		cpu0[k] = cpuSeconds(pid)
 	}
 	req0w, c0w, m0 := kubeRequestsByMethod(worker.addr)
+	byRes0 := metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total")
 	req0v, c0v := kubeRequests(watcher.addr)
 
 	start := time.Now()
@@ -372,6 +396,12 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	r.WorkerRequestsByMethod = map[string]float64{}
 	for m, v := range m1 {
 		r.WorkerRequestsByMethod[m] = (v - m0[m]) / float64(n)
+	}
+	r.WorkerRequestsByResource = map[string]float64{}
+	for k, v := range metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total") {
+		if d := (v - byRes0[k]) / float64(n); d > 0 {
+			r.WorkerRequestsByResource[k] = d
+		}
 	}
 	req1v, c1v := kubeRequests(watcher.addr)
 	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
