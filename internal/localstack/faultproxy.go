@@ -272,7 +272,8 @@ func (p *FaultProxy) afterForward(resp *http.Response) error {
 // kubeStatus builds the metav1.Status kube-apiserver sends for code, with
 // the same reason, message shape and details, so that client-go's
 // apierrors.IsConflict / IsAlreadyExists / IsInternalError /
-// IsServiceUnavailable see it as the real thing.
+// IsServiceUnavailable see it as the real thing. A create's name is read
+// from a JSON body; a protobuf one leaves it empty in the message.
 func kubeStatus(code int, method, path string, body []byte) (int, map[string]string, []byte) {
 	group, resource, name := splitKubePath(path)
 	if name == "" && len(body) > 0 {
