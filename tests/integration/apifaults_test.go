@@ -101,7 +101,7 @@ func watchChildren(t *testing.T, gvr schema.GroupVersionResource, ns string) *ch
 	if err != nil {
 		t.Fatalf("watch %s: %v", gvr.Resource, err)
 	}
-	l := &childLog{added: map[string]int{}, deleted: map[string]int{}, uids: map[string]string{}, stop: w.Stop}
+	l := &childLog{added: map[string]int{}, deleted: map[string]int{}}
 	go func() {
 		for ev := range w.ResultChan() {
 			u, ok := ev.Object.(*unstructured.Unstructured)
@@ -112,7 +112,6 @@ func watchChildren(t *testing.T, gvr schema.GroupVersionResource, ns string) *ch
 			switch ev.Type {
 			case watch.Added:
 				l.added[u.GetName()]++
-				l.uids[u.GetName()] = string(u.GetUID())
 			case watch.Deleted:
 				l.deleted[u.GetName()]++
 			}
