@@ -212,9 +212,10 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 }
 
 func startWatcher(ctx context.Context) (*fx.App, error) {
-	// Namespaces it-g* belong to the gateway tests' own worker and watcher.
+	// Namespaces it-g* belong to the gateway tests' own worker and watcher,
+	// it-p* to the apiserver fault tests' (behind the fault proxy).
 	common := stack.common
-	common.Namespaces = []string{"it-[^g]*"}
+	common.Namespaces = []string{"it-[^gp]*"}
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
 	return app, app.Start(ctx)
 }
