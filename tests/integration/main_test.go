@@ -206,9 +206,10 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 }
 
 func startWatcher(ctx context.Context) (*fx.App, error) {
-	// Namespaces it-g* belong to the gateway tests' own worker and watcher.
+	// Namespaces it-g* belong to the gateway tests' own worker and watcher,
+	// it-k* and it-t* to the fault tests' (the killed worker, Temporal restarted).
 	common := stack.common
-	common.Namespaces = []string{"it-[^g]*"}
+	common.Namespaces = []string{"it-[^gkt]*"}
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
 	return app, app.Start(ctx)
 }
