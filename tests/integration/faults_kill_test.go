@@ -99,6 +99,7 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 	for _, ns := range namespaces {
 		names[ns] = installReady(t, ns)
 	}
+	installed := time.Now()
 	eventually(t, 90*time.Second, "every Component at its crash point", func() (bool, string) {
 		at := doomed.crashedAt()
 		var missing []string
@@ -109,6 +110,13 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		}
 		return len(missing) == 0, strings.Join(missing, "; ")
 	})
+	var last activityRun
+	for _, c := range doomed.crashedAt() {
+		if c.At.After(last.At) {
+			last = c
+		}
+	}
+	t.Logf("the last Component reached its crash point (%s, %s #%d) %s after the installs", last.Namespace, last.Key, plan[last.Namespace].N, last.At.Sub(installed).Round(time.Millisecond))
 	runsBefore := map[string]map[string][]string{}
 	for _, ns := range namespaces {
 		runsBefore[ns] = lifecycleRunsIn(t, stack.tc, ns, names[ns], apis)

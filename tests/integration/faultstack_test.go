@@ -114,6 +114,8 @@ type activityRun struct {
 	Attempt        int32
 	Local          bool
 	Err            string
+	// At is when it started (a crash: when the worker died for it).
+	At time.Time
 }
 
 // boundary is where a worker crashes: the n-th execution of an activity
@@ -178,7 +180,7 @@ func (a *faultActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	run := activityRun{
 		Namespace: ref.Namespace, Key: ref.Kind + "/" + name + " " + info.ActivityType.Name,
 		WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
-		ActivityID: info.ActivityID, Attempt: info.Attempt, Local: info.IsLocalActivity,
+		ActivityID: info.ActivityID, Attempt: info.Attempt, Local: info.IsLocalActivity, At: time.Now(),
 	}
 	f.mu.Lock()
 	if f.dead {
