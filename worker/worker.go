@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -53,9 +54,23 @@ func GatewayConfig(cfg config.Worker) gateway.Config {
 	return gc
 }
 
-// New builds the worker application.
-func New(cfg config.Worker) *fx.App {
-	return fx.New(
+// Interceptors are Temporal worker interceptors the builder of the
+// application adds with WithInterceptor; production adds none, the fault
+// tests crash the worker at chosen activity boundaries through one.
+type Interceptors struct {
+	fx.In
+	List []interceptor.WorkerInterceptor `group:"worker-interceptors"`
+}
+
+// WithInterceptor adds a Temporal worker interceptor to the application.
+func WithInterceptor(ic interceptor.WorkerInterceptor) fx.Option {
+	return fx.Provide(fx.Annotate(func() interceptor.WorkerInterceptor { return ic }, fx.ResultTags(`group:"worker-interceptors"`)))
+}
+
+// New builds the worker application; extra options (WithInterceptor) are
+// added to it.
+func New(cfg config.Worker, extra ...fx.Option) *fx.App {
+	return fx.New(append([]fx.Option{
 		fx.Supply(cfg, cfg.Common),
 		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
 			return &fxevent.SlogLogger{Logger: log.With("component", "fx")}
@@ -106,10 +121,10 @@ func New(cfg config.Worker) *fx.App {
 			}, log.With("component", "vault"))
 		}),
 		fx.Invoke(run),
-	)
+	}, extra...)...)
 }
 
-func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
+func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, ics Interceptors, core kubernetes.Interface, health *runtime.Health, log *slog.Logger) {
 	w := worker.New(cl, cfg.TaskQueue, worker.Options{
 		// Let activities finish (they are short apiserver calls) before the
 		// process exits on SIGTERM.
@@ -118,6 +133,7 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, 
 		// pollers keep tasks flowing when thousands of Components move at once.
 		MaxConcurrentWorkflowTaskPollers: 8,
 		MaxConcurrentActivityTaskPollers: 4,
+		Interceptors:                     ics.List,
 	})
 	Register(w, acts)
 	health.Add("temporal", runtime.TemporalCheck(cl))

@@ -170,6 +170,15 @@ func (t *Temporal) Stop() error {
 // Restart stops the server and starts it again on the same ports and the
 // same database file (an in-memory server comes back empty).
 func (t *Temporal) Restart(ctx context.Context) error {
+	if err := t.StopServer(); err != nil {
+		return err
+	}
+	return t.StartServer(ctx)
+}
+
+// StopServer stops the server process but keeps its ports and database
+// file for StartServer: the fault tests keep Temporal down for a while.
+func (t *Temporal) StopServer() error {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -177,9 +186,12 @@ func (t *Temporal) Restart(ctx context.Context) error {
 	}
 	p := t.proc
 	t.mu.Unlock()
-	if err := p.stop(stopGrace); err != nil {
-		return err
-	}
+	return p.stop(stopGrace)
+}
+
+// StartServer starts the server again after StopServer, on the same ports
+// and database file.
+func (t *Temporal) StartServer(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, t.opts.startTimeout())
 	defer cancel()
 	return t.start(ctx)

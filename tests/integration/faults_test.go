@@ -68,10 +68,18 @@ func TestAPIServerRestartMidLifecycle(t *testing.T) {
 
 var faultImplementations = []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
 
-// startHalfWay installs a Component whose gateway has no address and whose
-// implementations are down, waits until its children are applied, and
-// returns its workflow's runs at that point.
+// startHalfWay installs a Component half way (installHalfWay) and returns
+// its workflow's runs at that point.
 func startHalfWay(t *testing.T, ns, name string) []string {
+	t.Helper()
+	installHalfWay(t, ns, name)
+	return runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
+}
+
+// installHalfWay installs a Component whose gateway has no address and
+// whose implementations are down, and waits until its children are
+// applied.
+func installHalfWay(t *testing.T, ns, name string) {
 	t.Helper()
 	createNamespace(t, ns)
 	ensureIngress(t)
@@ -85,7 +93,6 @@ func startHalfWay(t *testing.T, ns, name string) []string {
 		return len(apis) == 4, fmt.Sprint(apis)
 	})
 	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
-	return runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
 }
 
 // bringUpGatewayAndImplementations gives the gateway its address and the

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,7 +136,13 @@ func historyCounts(t *testing.T, workflowID string) map[enumspb.EventType]int {
 // runsOf lists the runs (open and closed) with this workflow ID.
 func runsOf(t *testing.T, workflowID string) []string {
 	t.Helper()
-	resp, err := stack.tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+	return runsIn(t, stack.tc, workflowID)
+}
+
+// runsIn lists the runs (open and closed) with this workflow ID.
+func runsIn(t *testing.T, tc client.Client, workflowID string) []string {
+	t.Helper()
+	resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
 		Query: fmt.Sprintf("WorkflowId = '%s'", workflowID),
 	})
 	if err != nil {

@@ -213,9 +213,10 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 
 func startWatcher(ctx context.Context) (*fx.App, error) {
 	// Namespaces it-g* belong to the gateway tests' own worker and watcher,
-	// it-p* to the apiserver fault tests' (behind the fault proxy).
+	// it-k* and it-t* to the fault tests' (the killed worker, Temporal
+	// restarted), it-p* to the apiserver fault tests' (behind the fault proxy).
 	common := stack.common
-	common.Namespaces = []string{"it-[^gp]*"}
+	common.Namespaces = []string{"it-[^gkpt]*"}
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
 	return app, app.Start(ctx)
 }
