@@ -7,7 +7,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories fuzz
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
 	@echo "make tools   build the real servers into the cache (hack/tools.sh)"
 	@echo "make build   build bin/odaflow"
+	@echo "make fuzz    run every fuzz target in turn (FUZZTIME=10s each; FUZZTIME=10m for a long run)"
 
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
 ## built from the Go module proxy and cached outside the clone (bin/tools links
@@ -44,6 +45,24 @@ vet:
 test: tools fmt-check vet contracts
 	$(GO) test -count=1 $(GOTESTFLAGS) ./...
 	cd tests/compose && $(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+## fuzz: each go test -fuzz target in turn for FUZZTIME (make test runs them
+## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). A crasher is
+## written to the package's testdata/fuzz: fix it and keep it as a seed.
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 5s
+FUZZ_TARGETS := \
+	oda:FuzzDesiredChildren oda:FuzzNormalizeIdempotent oda:FuzzChildName \
+	oda:FuzzWorkflowID oda:FuzzStatusSummary \
+	gateway:FuzzParseSpec gateway:FuzzGatewayObjectNames \
+	webhook/conversion:FuzzConvertRoundTrip webhook/conversion:FuzzConvertStable
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+	done
 
 ## contracts: the client libraries' own integration tests (an allow-list of
 ## the methods odaflow uses) against odaflow's doubles of Kong and Keycloak,
