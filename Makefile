@@ -48,20 +48,29 @@ test: tools fmt-check vet contracts
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 ## fuzz: each go test -fuzz target in turn for FUZZTIME (make test runs them
-## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). A crasher is
-## written to the package's testdata/fuzz: fix it and keep it as a seed.
+## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). Each package's
+## instrumented test binary is built once (go test -c -fuzz) and run once per
+## target, in the package folder and with go test's own corpus cache, which
+## is what go test -fuzz does, without linking the binary again per target.
+## A crasher is written to the package's testdata/fuzz: fix it and keep it.
 FUZZTIME ?= 10s
 TEST_FUZZTIME ?= 5s
+FUZZ_PACKAGES := oda gateway webhook/conversion
 FUZZ_TARGETS := \
 	oda:FuzzDesiredChildren oda:FuzzNormalizeIdempotent oda:FuzzChildName \
 	oda:FuzzWorkflowID oda:FuzzStatusSummary \
 	gateway:FuzzParseSpec gateway:FuzzGatewayObjectNames \
 	webhook/conversion:FuzzConvertRoundTrip webhook/conversion:FuzzConvertStable
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
+	@set -e; module=$$($(GO) list -m); cache=$$($(GO) env GOCACHE)/fuzz; mkdir -p $(BIN)/fuzz; \
+	for pkg in $(FUZZ_PACKAGES); do \
+		$(GO) test -c -fuzz=. -o $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test ./$$pkg; \
+	done; \
+	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+		(cd $$pkg && $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test -test.run='^$$' -test.fuzz="^$$name\$$" \
+			-test.fuzztime=$(FUZZTIME) -test.fuzzcachedir=$$cache/$$module/$$pkg) || exit 1; \
 	done
 
 ## contracts: the client libraries' own integration tests (an allow-list of
