@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories fuzz
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
 	@echo "make tools   build the real servers into the cache (hack/tools.sh)"
 	@echo "make build   build bin/odaflow"
+	@echo "make fuzz    run every fuzz target in turn (FUZZTIME=10s each; FUZZTIME=10m for a long run)"
 
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
 ## built from the Go module proxy and cached outside the clone (bin/tools links
@@ -53,7 +54,38 @@ test: tools fmt-check vet contracts
 	set -o pipefail; ODAFLOW_TEST_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -json $(GOTESTFLAGS) ./... 2>&1 \
 		| $(GO) run ./hack/gotestlog -o $(ARTIFACTS)/go-test.log
 	cd tests/compose && $(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories
+
+## fuzz: each go test -fuzz target in turn for FUZZTIME (make test runs them
+## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). Each package's
+## instrumented test binary is built once (go test -c -fuzz) and run once per
+## target, in the package folder and with go test's own corpus cache, which
+## is what go test -fuzz does, without linking the binary again per target.
+## A crasher is written to the package's testdata/fuzz: fix it and keep it.
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 5s
+# Every input that finds new coverage is minimised first, for up to 60 s by
+# default, which on this 2-core machine can stall a short run; 2 s keeps the
+# search going (a crasher is still written, only less minimised).
+FUZZMINIMIZETIME ?= 2s
+FUZZ_PACKAGES := oda gateway webhook/conversion
+FUZZ_TARGETS := \
+	oda:FuzzDesiredChildren oda:FuzzNormalizeIdempotent oda:FuzzChildName \
+	oda:FuzzWorkflowID oda:FuzzStatusSummary \
+	gateway:FuzzParseSpec gateway:FuzzGatewayObjectNames \
+	webhook/conversion:FuzzConvertRoundTrip webhook/conversion:FuzzConvertStable
+fuzz:
+	@set -e; module=$$($(GO) list -m); cache=$$($(GO) env GOCACHE)/fuzz; mkdir -p $(BIN)/fuzz; \
+	for pkg in $(FUZZ_PACKAGES); do \
+		$(GO) test -c -fuzz=. -o $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test ./$$pkg; \
+	done; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
+		(cd $$pkg && $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test -test.run='^$$' -test.fuzz="^$$name\$$" \
+			-test.fuzztime=$(FUZZTIME) -test.fuzzminimizetime=$(FUZZMINIMIZETIME) -test.fuzzcachedir=$$cache/$$module/$$pkg) || exit 1; \
+	done
 
 ## contracts: the client libraries' own integration tests (an allow-list of
 ## the methods odaflow uses) against odaflow's doubles of Kong and Keycloak,

@@ -358,8 +358,17 @@ func (c *component) releaseFinalizers(ctx workflow.Context) error {
 	return nil
 }
 
+// changeGatewayLimits: a spec whose ExposedAPIs a gateway cannot serve
+// safely (a name too long for the gateway objects, a path such as "/" that
+// takes other components' traffic) fails up front with InvalidSpec instead
+// of creating the children.
+const changeGatewayLimits = "gateway-limits"
+
 func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	desired, errs := oda.DesiredChildren(c.name, c.st.Spec)
+	if len(errs) == 0 && workflow.GetVersion(ctx, changeGatewayLimits, workflow.DefaultVersion, 1) >= 1 {
+		errs = oda.GatewayProblems(desired)
+	}
 	if len(errs) > 0 {
 		c.st.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the Component spec is invalid: " + errs.Error()}
 		c.st.AppliedHash = c.st.SpecHash

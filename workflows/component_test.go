@@ -332,3 +332,34 @@ func TestComponentDeletionReleasesKopfFinalizer(t *testing.T) {
 }
 
 func converterFor() converter.DataConverter { return converter.GetDefaultDataConverter() }
+
+// A path that takes the gateway's root fails the Component up front; a
+// workflow that started before the gateway-limits change keeps applying it
+// (its recorded history has no version marker).
+func TestComponentGatewayLimitsAreVersioned(t *testing.T) {
+	for _, tc := range []struct {
+		version     workflow.Version
+		wantApplies int
+		wantPhase   string
+	}{
+		{1, 0, oda.StatusFailed},
+		{workflow.DefaultVersion, 1, oda.StatusCompCon},
+	} {
+		env, f := newEnv(t)
+		env.OnGetVersion(changeGatewayLimits, workflow.DefaultVersion, 1).Return(tc.version)
+		spec := productCatalogSpec()
+		spec["coreFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["path"] = "/"
+		at(env, time.Second, SignalResourceEvent, event(spec, "root"))
+		at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+		env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("version %d: workflow error: %v", tc.version, err)
+		}
+		if len(f.applies) != tc.wantApplies || f.phases()[0] != tc.wantPhase {
+			t.Errorf("version %d: applies %d, phases %v; want %d applies, first %s", tc.version, len(f.applies), f.phases(), tc.wantApplies, tc.wantPhase)
+		}
+		if tc.version == 1 && !strings.Contains(f.statuses[0].Event.Message, "every path on the gateway") {
+			t.Errorf("event %+v does not say why", f.statuses[0].Event)
+		}
+	}
+}

@@ -201,10 +201,14 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 		exp = *x.st.Exposure
 	}
 	in.Ingress, in.ImplementationReady = exp.Ingress, exp.ImplementationReady
+	path, _ := x.st.Spec["path"].(string)
 	if _, err := gateway.ParseSpec(x.st.Spec); err != nil {
 		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
+	} else if problem := oda.ExposedPathProblem(path); problem != "" && workflow.GetVersion(ctx, changeGatewayLimits, workflow.DefaultVersion, 1) >= 1 {
+		// An ExposedAPI made by hand gets the same path rule as one made
+		// from a Component.
+		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
 	} else if exp.ConflictsWith != "" {
-		path, _ := x.st.Spec["path"].(string)
 		in.Failure = &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}
 	}
 	// The gateway objects depend only on the spec: a readiness or address

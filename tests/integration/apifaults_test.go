@@ -27,7 +27,7 @@ import (
 
 // proxyStack is a worker and a watcher that reach kube-apiserver only
 // through a FaultProxy. They have their own task queue and serve the
-// namespaces it-px-*, which the main watcher ("it-[^gp]*") ignores.
+// namespaces it-px-*, which the main watcher ("it-[^gkpt]*") ignores.
 type proxyStack struct {
 	proxy      *localstack.FaultProxy
 	metricsURL string

@@ -3,10 +3,13 @@ package integration
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -26,6 +29,11 @@ func firstAPI(spec map[string]any, seg string) map[string]any {
 	return spec[seg].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)
 }
 
+// setFirst breaks one field of a segment's first exposed API.
+func setFirst(seg, key string, v any) func(spec map[string]any) {
+	return func(spec map[string]any) { firstAPI(spec, seg)[key] = v }
+}
+
 func firstSpec(spec map[string]any, seg string) map[string]any {
 	return firstAPI(spec, seg)["specification"].([]any)[0].(map[string]any)
 }
@@ -33,13 +41,9 @@ func firstSpec(spec map[string]any, seg string) map[string]any {
 var badCases = []badCase{
 	{"empty-role", "canvasSystemRole", func(s map[string]any) { s["securityFunction"].(map[string]any)["canvasSystemRole"] = "" }},
 	{"no-role", "canvasSystemRole", func(s map[string]any) { delete(s["securityFunction"].(map[string]any), "canvasSystemRole") }},
-	{"unknown-apitype", "unknown API type", func(s map[string]any) { firstAPI(s, "coreFunction")["apiType"] = "graphql" }},
-	{"no-implementation", "implementation", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "implementation") }},
-	{"no-path", "path", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "path") }},
-	{"no-port", "port", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "port") }},
-	{"port-zero", "between 1 and 65535", func(s map[string]any) { firstAPI(s, "coreFunction")["port"] = int64(0) }},
-	{"port-too-big", "between 1 and 65535", func(s map[string]any) { firstAPI(s, "managementFunction")["port"] = int64(70000) }},
-	{"relative-path", "must start with /", func(s map[string]any) { firstAPI(s, "coreFunction")["path"] = "tmf-api/x" }},
+	{"port-zero", "between 1 and 65535", setFirst("coreFunction", "port", int64(0))},
+	{"port-too-big", "between 1 and 65535", setFirst("managementFunction", "port", int64(70000))},
+	{"relative-path", "must start with /", setFirst("coreFunction", "path", "tmf-api/x")},
 	{"duplicate-api", "same ExposedAPI", func(s map[string]any) {
 		core := s["coreFunction"].(map[string]any)
 		apis := core["exposedAPIs"].([]any)
@@ -50,20 +54,11 @@ var badCases = []badCase{
 		dup["path"] = "/elsewhere"
 		core["exposedAPIs"] = append(apis, dup)
 	}},
-	{"underscore-name", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = "product_catalog" }},
-	{"unicode-name", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = "prodüctcatalog" }},
-	{"name-too-long", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = strings.Repeat("a", 250) }},
-	{"path-like-name", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = "../../etc" }},
-	{"empty-api-name", "name: is required", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = "" }},
-	{"dependent-no-name", "name: is required", func(s map[string]any) {
-		s["coreFunction"].(map[string]any)["dependentAPIs"] = []any{map[string]any{"apiType": "openapi"}}
-	}},
-	{"sman-wrong-type", "must be sideCar", func(s map[string]any) {
-		s["securityFunction"].(map[string]any)["secretsManagement"] = map[string]any{"type": "vault", "podSelector": map[string]any{"name": "x"}}
-	}},
-	{"sman-no-selector", "podSelector", func(s map[string]any) {
-		s["securityFunction"].(map[string]any)["secretsManagement"] = map[string]any{"type": "sideCar"}
-	}},
+	{"underscore-name", "not a valid Kubernetes name", setFirst("coreFunction", "name", "product_catalog")},
+	{"unicode-name", "not a valid Kubernetes name", setFirst("coreFunction", "name", "prodüctcatalog")},
+	{"name-too-long", "not a valid Kubernetes name", setFirst("coreFunction", "name", strings.Repeat("a", 250))},
+	{"path-like-name", "not a valid Kubernetes name", setFirst("coreFunction", "name", "../../etc")},
+	{"empty-api-name", "name: is required", setFirst("coreFunction", "name", "")},
 	{"event-no-name", "name: is required", func(s map[string]any) {
 		s["eventNotification"] = map[string]any{"publishedEvents": []any{map[string]any{"description": "no name"}}}
 	}},
@@ -72,7 +67,6 @@ var badCases = []badCase{
 		api["specification"] = append(api["specification"].([]any), map[string]any{"url": "https://example.com/TMF620-ProductCatalog-v4.1.0.swagger.json"})
 	}},
 	{"version-garbage", "not a valid Kubernetes name", func(s map[string]any) { firstSpec(s, "coreFunction")["version"] = "v4 beta!" }},
-	{"security-api-no-port", "port", func(s map[string]any) { delete(firstAPI(s, "securityFunction"), "port") }},
 	{"subscribed-no-name", "name: is required", func(s map[string]any) {
 		s["eventNotification"] = map[string]any{"subscribedEvents": []any{map[string]any{"description": "no name"}}}
 	}},
@@ -81,65 +75,363 @@ var badCases = []badCase{
 		firstAPI(s, "securityFunction")["specification"] = firstAPI(s, "coreFunction")["specification"]
 	}},
 	{"version-underscore", "not a valid Kubernetes name", func(s map[string]any) { firstSpec(s, "coreFunction")["version"] = "V_4" }},
-	{"name-with-space", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "coreFunction")["name"] = "product catalog" }},
-	{"trailing-dash", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "managementFunction")["name"] = "metrics-" }},
-	{"dots-name", "not a valid Kubernetes name", func(s map[string]any) { firstAPI(s, "managementFunction")["name"] = "..." }},
+	{"name-with-space", "not a valid Kubernetes name", setFirst("coreFunction", "name", "product catalog")},
+	{"trailing-dash", "not a valid Kubernetes name", setFirst("managementFunction", "name", "metrics-")},
+	{"dots-name", "not a valid Kubernetes name", setFirst("managementFunction", "name", "...")},
+	// Paths that would take other components' traffic, or that no URL holds.
+	{"root-path", "every path on the gateway", setFirst("coreFunction", "path", "/")},
+	{"slashes-path", "every path on the gateway", setFirst("coreFunction", "path", "///")},
+	{"dotdot-path", "dot segment", func(s map[string]any) {
+		firstAPI(s, "coreFunction")["path"] = "/bad-dotdot-path/../good-neighbour/tmf-api/productCatalogManagement/v4"
+	}},
+	{"encoded-dotdot-path", "dot segment", setFirst("coreFunction", "path", "/x/%2e%2e/good-neighbour")},
+	{"unicode-path", "RFC 3986", setFirst("coreFunction", "path", "/prodüct/katalog")},
+	{"query-path", "RFC 3986", setFirst("coreFunction", "path", "/bad-query-path/x?admin=true")},
+	{"space-path", "RFC 3986", setFirst("coreFunction", "path", "/bad space/x")},
+	{"empty-segment-path", "empty segment", setFirst("coreFunction", "path", "/bad-empty-segment-path//x")},
+	{"bad-percent-path", "percent-encoded", setFirst("coreFunction", "path", "/bad-percent-path/%zz")},
+	{"same-path-two-apis", "also the path of", func(s map[string]any) {
+		firstAPI(s, "managementFunction")["path"] = firstAPI(s, "coreFunction")["path"]
+	}},
+	{"name-too-long-for-gateway", "the gateway objects named after it", func(s map[string]any) {
+		firstAPI(s, "coreFunction")["name"] = strings.Repeat("n", 220)
+	}},
+	{"implementation-path-like", "not a Service name", setFirst("coreFunction", "implementation", "../../kube-system/kube-dns")},
+	{"implementation-unicode", "not a Service name", setFirst("coreFunction", "implementation", "prodüct-api")},
+	// Wrong types the schema lets through (fields it types loosely or not at all).
+	{"port-negative", "between 1 and 65535", setFirst("coreFunction", "port", int64(-8080))},
+	{"port-huge", "between 1 and 65535", setFirst("coreFunction", "port", int64(1)<<40)},
+	{"dependent-unicode-name", "not a valid Kubernetes name", func(s map[string]any) {
+		s["coreFunction"].(map[string]any)["dependentAPIs"].([]any)[0].(map[string]any)["name"] = "katalög"
+	}},
+	{"event-path-like-name", "not a valid Kubernetes name", func(s map[string]any) {
+		s["eventNotification"] = map[string]any{"publishedEvents": []any{map[string]any{"name": "../../secrets"}}}
+	}},
+	{"huge-spec-near-limit", "canvasSystemRole", func(s map[string]any) {
+		// 1.4 MiB in a field the schema keeps: the whole spec reaches
+		// the workflow, and is refused for its missing role.
+		s["componentMetadata"].(map[string]any)["description"] = strings.Repeat("x", 1400*1024)
+		delete(s["securityFunction"].(map[string]any), "canvasSystemRole")
+	}},
 }
 
+// schemaCase is refused by the apiserver at admission; the error must name
+// the problem, and nothing reaches odaflow.
+type schemaCase struct {
+	name   string
+	want   string // a fragment of the apiserver's error
+	break_ func(u *unstructured.Unstructured)
+}
+
+// specCase is a schemaCase that breaks the spec.
+func specCase(name, want string, breakSpec func(spec map[string]any)) schemaCase {
+	return schemaCase{name, want, func(u *unstructured.Unstructured) { breakSpec(fixtures.Spec(u)) }}
+}
+
+var schemaCases = []schemaCase{
+	// Fields the v1 schema types or requires.
+	specCase("unknown-apitype", "apiType", func(s map[string]any) { firstAPI(s, "coreFunction")["apiType"] = "graphql" }),
+	specCase("no-implementation", "must be defined either at the API root", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "implementation") }),
+	specCase("no-path", "must be defined either at the API root", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "path") }),
+	specCase("no-port", "must be defined either at the API root", func(s map[string]any) { delete(firstAPI(s, "coreFunction"), "port") }),
+	specCase("dependent-no-name", "name: Required value", func(s map[string]any) {
+		s["coreFunction"].(map[string]any)["dependentAPIs"] = []any{map[string]any{"apiType": "openapi"}}
+	}),
+	specCase("sman-wrong-type", "supported values: \"sideCar\"", func(s map[string]any) {
+		s["securityFunction"].(map[string]any)["secretsManagement"] = map[string]any{"type": "vault", "podSelector": map[string]any{"name": "x"}}
+	}),
+	specCase("sman-no-selector", "podSelector: Required value", func(s map[string]any) {
+		s["securityFunction"].(map[string]any)["secretsManagement"] = map[string]any{"type": "sideCar"}
+	}),
+	specCase("security-api-no-port", "must be defined either at the API root", func(s map[string]any) { delete(firstAPI(s, "securityFunction"), "port") }),
+	specCase("port-word", "port in body must be of type integer", func(s map[string]any) { firstAPI(s, "coreFunction")["port"] = "http" }),
+	specCase("spec-null-element", "specification[0] in body must be of type object", func(s map[string]any) {
+		firstAPI(s, "coreFunction")["specification"] = []any{nil}
+	}),
+	specCase("spec-url-number", "url in body must be of type string", func(s map[string]any) { firstSpec(s, "coreFunction")["url"] = int64(42) }),
+	specCase("role-object", "canvasSystemRole in body must be of type string", func(s map[string]any) {
+		s["securityFunction"].(map[string]any)["canvasSystemRole"] = map[string]any{"admin": true}
+	}),
+	specCase("required-word", "required in body must be of type boolean", func(s map[string]any) {
+		s["coreFunction"].(map[string]any)["dependentAPIs"].([]any)[0].(map[string]any)["required"] = "yes"
+	}),
+	specCase("gateway-config-list", "gatewayConfiguration in body must be of type object", func(s map[string]any) { firstAPI(s, "coreFunction")["gatewayConfiguration"] = []any{"rateLimit"} }),
+	specCase("pod-selector-string", "podSelector in body must be of type object", func(s map[string]any) {
+		s["securityFunction"].(map[string]any)["secretsManagement"] = map[string]any{"type": "sideCar", "podSelector": "all"}
+	}),
+	// Shapes and metadata the apiserver refuses.
+	{"core-string", "coreFunction", func(u *unstructured.Unstructured) { fixtures.Spec(u)["coreFunction"] = "everything" }},
+	{"exposed-object", "exposedAPIs", func(u *unstructured.Unstructured) {
+		fixtures.Spec(u)["coreFunction"].(map[string]any)["exposedAPIs"] = map[string]any{"name": "x"}
+	}},
+	{"exposed-item-string", "exposedAPIs", func(u *unstructured.Unstructured) {
+		fixtures.Spec(u)["coreFunction"].(map[string]any)["exposedAPIs"] = []any{"productcatalog"}
+	}},
+	{"port-float", "port", func(u *unstructured.Unstructured) { firstAPI(fixtures.Spec(u), "coreFunction")["port"] = 80.5 }},
+	{"spec-number", "specification", func(u *unstructured.Unstructured) {
+		firstAPI(fixtures.Spec(u), "coreFunction")["specification"] = int64(4)
+	}},
+	{"unicode-component-name", "metadata.name", func(u *unstructured.Unstructured) { u.SetName("prodüctcatalog") }},
+	{"path-like-component-name", "metadata.name", func(u *unstructured.Unstructured) { u.SetName("..") }},
+	{"annotation-number", "annotations", func(u *unstructured.Unstructured) {
+		u.Object["metadata"].(map[string]any)["annotations"] = map[string]any{oda.AnnotationRotateCredentials: int64(1)}
+	}},
+	{"label-unicode", "metadata.labels", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{oda.LabelComponentName: "prodüct"}) }},
+	{"huge-spec-over-limit", "too large", func(u *unstructured.Unstructured) {
+		fixtures.Spec(u)["componentMetadata"].(map[string]any)["description"] = strings.Repeat("x", 1600*1024)
+	}},
+}
+
+// condition returns the Ready condition's reason and message of any ODA object.
+func condition(u *unstructured.Unstructured) (reason, message string) {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" || len(conds) == 1 {
+			return fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", ""
+}
+
+// child builds an ODA child object by hand, as a user could apply one.
+func child(kind oda.Kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": oda.APIVersion, "kind": kind.Name,
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     spec,
+	}}
+}
+
+// assertNoWorkflowTaskFailed: a workflow that panicked or hit a
+// non-determinism error shows WorkflowTaskFailed and is stuck behind it. A
+// task failed because a signal arrived while it completed (UnhandledCommand)
+// or because its sticky worker changed is Temporal's normal retry, not a
+// crash.
+func assertNoWorkflowTaskFailed(t *testing.T, workflowID string) {
+	t.Helper()
+	it := stack.tc.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Errorf("history of %s: %v", workflowID, err)
+			return
+		}
+		a := ev.GetWorkflowTaskFailedEventAttributes()
+		if a == nil {
+			continue
+		}
+		switch a.GetCause() {
+		case enumspb.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND, enumspb.WORKFLOW_TASK_FAILED_CAUSE_RESET_STICKY_TASK_QUEUE:
+			continue
+		}
+		t.Errorf("%s: workflow task failed (%s): %s", workflowID, a.GetCause(), a.GetFailure().GetMessage())
+	}
+}
+
+// TestMalformedComponentsEachFailClearly applies the whole bad-input corpus
+// at once in one namespace, next to healthy Components: every malformed
+// Component is refused by the schema with a clear error or ends Failed with
+// a condition and a Warning Event naming the problem; hand-made children
+// with hostile paths or no owner end in their documented state; nothing
+// crashes (no workflow task failure, both processes ready, no goroutine
+// leak); and the healthy Components, two of them depending on each other's
+// API, reach Complete meanwhile.
 func TestMalformedComponentsEachFailClearly(t *testing.T) {
 	ns := "it-badinput"
 	createNamespace(t, ns)
+	ensureIngress(t)
+	setIngressAddress(t, "34.159.217.74")
+	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
+		setEndpoints(t, ns, svc, true)
+	}
 	ctx := context.Background()
-	accepted := 0
-	var created []string
+	goroutines := runtime.NumGoroutine()
+	start := time.Now()
+	res := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns)
+
+	// The healthy ones first, so that they hold their paths.
+	good := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, "good-neighbour")))
+	// Its catalogue API has a specification of its own, so that only the
+	// loop pair below can satisfy each other's dependency.
+	firstSpec(fixtures.Spec(good), "coreFunction")["url"] = "https://example.com/good-neighbour/TMF620-v4.0.0.swagger.json"
+	create(t, oda.KindComponent, good)
+	// A loop of dependencies: each of the pair depends on the
+	// productcatalogmanagement API the other one exposes.
+	for _, name := range []string{"loop-a", "loop-b"} {
+		create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, name)))
+	}
+
+	cases := 0
+	for _, c := range schemaCases {
+		cases++
+		u := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, "rej-"+c.name))
+		c.break_(u)
+		_, err := res.Create(ctx, u, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			t.Errorf("%s: the apiserver accepted it; the corpus expects its schema to refuse it", c.name)
+		case !strings.Contains(err.Error(), c.want):
+			t.Errorf("%s: the apiserver's error %q does not mention %q", c.name, err, c.want)
+		}
+	}
+
 	// A Component whose name cannot be a label value: its children could not
 	// carry the oda.tmforum.org/componentName label the Canvas relies on.
 	long := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, "bad-"+strings.Repeat("long", 16)))
 	long.SetLabels(nil)
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Create(ctx, long, metav1.CreateOptions{}); err != nil {
+	if _, err := res.Create(ctx, long, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create the long-named Component: %v", err)
 	}
-	accepted++
+	failing := map[string]string{long.GetName(): "label"}
 	for _, c := range badCases {
 		name := "bad-" + c.name
 		u := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, name))
 		c.breakSpec(fixtures.Spec(u))
-		if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-			t.Logf("%s: refused by the apiserver's schema (a clear error too): %v", c.name, err)
+		if _, err := res.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s: refused by the apiserver (%v); the corpus expects it to reach odaflow", c.name, err)
 			continue
 		}
-		accepted++
-		created = append(created, c.name)
+		failing[name] = c.want
 	}
-	// A good Component next to them still progresses.
-	good := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, "good-neighbour")))
-	create(t, oda.KindComponent, good)
-	for _, c := range badCases {
-		found := false
-		for _, n := range created {
-			found = found || n == c.name
+	// Missing and empty specs: the schema requires neither.
+	for name, spec := range map[string]map[string]any{"bad-no-spec": nil, "bad-empty-spec": {}} {
+		u := fixtures.ProductCatalog(ns, name)
+		if spec == nil {
+			delete(u.Object, "spec")
+		} else {
+			u.Object["spec"] = spec
 		}
-		if !found {
-			continue
-		}
-		name := "bad-" + c.name
-		u := waitPhase(t, ns, name, oda.StatusFailed, 30*time.Second)
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		msg := ""
-		if len(conds) > 0 {
-			msg = fmt.Sprint(conds[0].(map[string]any)["message"])
-		}
-		if !strings.Contains(msg, c.want) {
-			t.Errorf("%s: condition message %q does not mention %q", c.name, msg, c.want)
+		create(t, oda.KindComponent, u)
+	}
+	failing["bad-no-spec"] = "spec: is required"
+	failing["bad-empty-spec"] = "is required"
+	cases += 3 + len(badCases)
+
+	// Hand-made ExposedAPIs without an owner: one asks for the gateway's
+	// root, one for the good neighbour's path (it holds it already).
+	goodPath := firstAPI(fixtures.Spec(good), "coreFunction")["path"].(string)
+	orphanSpec := func(path string) map[string]any {
+		return map[string]any{"name": "x", "apiType": "openapi", "implementation": "ctk-prodcatapi", "path": path, "port": int64(8080)}
+	}
+	eventually(t, 60*time.Second, "the good neighbour's ExposedAPIs", func() (bool, string) {
+		apis := listChildren(t, oda.KindExposedAPI, ns, "good-neighbour")
+		return len(apis) == 4, fmt.Sprint(apis)
+	})
+	orphans := map[string]string{"orphan-root": "every path on the gateway", "orphan-takeover": "already exposed by"}
+	create(t, oda.KindExposedAPI, child(oda.KindExposedAPI, ns, "orphan-root", orphanSpec("/")))
+	create(t, oda.KindExposedAPI, child(oda.KindExposedAPI, ns, "orphan-takeover", orphanSpec(goodPath)))
+	// A child whose owner reference names the good neighbour with the wrong
+	// uid: the garbage collector removes it, as for any dangling owner.
+	fake := child(oda.KindExposedAPI, ns, "wrong-owner-uid", orphanSpec("/wrong-owner-uid/x"))
+	fake.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: oda.APIVersion, Kind: oda.KindComponent.Name, Name: "good-neighbour", UID: "00000000-0000-0000-0000-000000000000"}})
+	create(t, oda.KindExposedAPI, fake)
+	// Other kinds without an owner end as they would under a Component
+	// (the Canvas too handles them alone), with nothing to report to.
+	looseWant := map[string]string{"DependentAPI": "NoProvider", "IdentityConfig": "Ready", "SecretsManagement": "Ready"}
+	loose := []*unstructured.Unstructured{
+		child(oda.KindDependentAPI, ns, "orphan-dependentapi", map[string]any{"name": "d", "apiType": "openapi", "specification": map[string]any{"url": "https://nowhere.example/x-v1.json"}}),
+		child(oda.KindIdentityConfig, ns, "orphan-identityconfig", map[string]any{"canvasSystemRole": "Admin"}),
+		child(oda.KindSecretsManagement, ns, "orphan-secretsmanagement", map[string]any{"type": "sideCar", "podSelector": map[string]any{"name": "none"}}),
+	}
+	for _, u := range loose {
+		kind, _ := oda.KindByName(u.GetKind())
+		create(t, kind, u)
+	}
+	cases += len(orphans) + 1 + len(loose)
+	if cases < 50 {
+		t.Errorf("the corpus has %d cases; it must have at least 50", cases)
+	}
+
+	for name, want := range failing {
+		u := waitPhase(t, ns, name, oda.StatusFailed, 60*time.Second)
+		if _, msg := condition(u); !strings.Contains(msg, want) {
+			t.Errorf("%s: condition message %q does not mention %q", name, msg, want)
 		}
 	}
-	u := waitPhase(t, ns, long.GetName(), oda.StatusFailed, 30*time.Second)
-	if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conds) == 0 || !strings.Contains(fmt.Sprint(conds[0]), "label") {
-		t.Errorf("long name: conditions %v do not mention the label", conds)
+	// No child was created for an invalid spec (listed by owner: the
+	// long name cannot be a label selector).
+	all, err := stack.dyn.Resource(oda.KindExposedAPI.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list ExposedAPIs: %v", err)
 	}
-	waitPhase(t, ns, "good-neighbour", oda.StatusCompCon, 30*time.Second)
-	if accepted < 20 {
-		t.Errorf("only %d malformed Components got past the schema; the corpus must exercise odaflow's own checks with at least 20", accepted)
+	for _, it := range all.Items {
+		for _, o := range it.GetOwnerReferences() {
+			if _, bad := failing[o.Name]; bad {
+				t.Errorf("%s: child %s was created for an invalid spec", o.Name, it.GetName())
+			}
+		}
 	}
-	t.Logf("%d malformed Components, each Failed with a clear message", accepted)
+	for name, want := range failing {
+		eventually(t, 30*time.Second, name+": a Warning Event", func() (bool, string) {
+			evs := eventsFor(t, ns, name)
+			return containsAny(evs, "Warning/InvalidSpec: ") && containsAny(evs, want), fmt.Sprint(evs)
+		})
+		assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
+	}
+	for name, want := range orphans {
+		eventually(t, 60*time.Second, name+" Failed with a reason", func() (bool, string) {
+			u, err := get(oda.KindExposedAPI, ns, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			_, msg := condition(u)
+			return strings.Contains(msg, want) && containsAny(eventsFor(t, ns, name), "Warning/"), msg
+		})
+		assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindExposedAPI.Name, ns, name))
+	}
+	eventually(t, 60*time.Second, "the child with a wrong owner uid is garbage-collected", func() (bool, string) {
+		_, err := get(oda.KindExposedAPI, ns, "wrong-owner-uid")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	for _, u := range loose {
+		kind, _ := oda.KindByName(u.GetKind())
+		eventually(t, 60*time.Second, u.GetKind()+" without owner has a condition", func() (bool, string) {
+			got, err := get(kind, ns, u.GetName())
+			if err != nil {
+				return false, err.Error()
+			}
+			reason, msg := condition(got)
+			return reason == looseWant[u.GetKind()], reason + ": " + msg
+		})
+		got := mustGet(t, kind, ns, u.GetName())
+		reason, msg := condition(got)
+		t.Logf("%s without owner: %s: %s", u.GetKind(), reason, msg)
+		assertNoWorkflowTaskFailed(t, oda.WorkflowID(u.GetKind(), ns, u.GetName()))
+	}
+
+	// Other resources progress: the neighbour and the dependency loop.
+	for _, name := range []string{"good-neighbour", "loop-a", "loop-b"} {
+		waitPhase(t, ns, name, oda.StatusComplete, 90*time.Second)
+		assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
+	}
+	for _, name := range []string{"loop-a", "loop-b"} {
+		u := mustGet(t, oda.KindComponent, ns, name)
+		other := map[string]string{"loop-a": "loop-b", "loop-b": "loop-a"}[name]
+		deps, _, _ := unstructured.NestedSlice(u.Object, "status", "coreDependentAPIs")
+		// Its partner's API, or another provider's a test left behind
+		// elsewhere, but never its own: that would be no dependency at all.
+		url := ""
+		if len(deps) == 1 {
+			url = fmt.Sprint(deps[0].(map[string]any)["url"])
+		}
+		if url == "" || strings.Contains(url, "/"+name+"/") {
+			t.Errorf("%s: coreDependentAPIs %v, want a url of another component (%s's)", name, deps, other)
+		}
+		t.Logf("%s depends on %s", name, url)
+	}
+
+	// Nothing crashed: both processes still report ready, and the corpus
+	// left no goroutines behind in them.
+	for what, addr := range map[string]string{"worker": stack.workerHTTP, "watcher": stack.watcherHTTP} {
+		if code, body := readyz(addr); code != 200 {
+			t.Errorf("%s /readyz: %d %s", what, code, body)
+		}
+	}
+	eventually(t, 30*time.Second, "goroutines back near where they were", func() (bool, string) {
+		n := runtime.NumGoroutine()
+		return n < goroutines+200, fmt.Sprintf("%d goroutines, %d before", n, goroutines)
+	})
+	t.Logf("%d bad-input cases (%d refused by the schema, %d Failed by odaflow, %d hand-made children) in %s; the 3 healthy Components Complete",
+		cases, len(schemaCases), len(failing), len(orphans)+1+len(loose), time.Since(start).Round(time.Second))
 }

@@ -7,6 +7,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -58,6 +59,8 @@ var stack struct {
 	vaultRoot  *vaultapi.Client
 	vaultProxy *vaultProxy
 	vaultCfg   config.Vault
+	// workerHTTP and watcherHTTP serve the processes' /readyz and metrics.
+	workerHTTP, watcherHTTP string
 }
 
 // Where the worker finds the Keycloak admin credentials, and the realm.
@@ -207,6 +210,7 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
 		Vault: stack.vaultCfg,
 	}
+	cfg.HTTPAddress, stack.workerHTTP = listenAddress()
 	app := worker.New(cfg)
 	return app, app.Start(ctx)
 }
@@ -217,8 +221,20 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	// restarted), it-p* to the apiserver fault tests' (behind the fault proxy).
 	common := stack.common
 	common.Namespaces = []string{"it-[^gkpt]*"}
+	common.HTTPAddress, stack.watcherHTTP = listenAddress()
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
 	return app, app.Start(ctx)
+}
+
+// listenAddress picks a free local port for a process's HTTP server, so
+// that tests can probe its /readyz; "127.0.0.1:0" when none can be found.
+func listenAddress() (string, string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0", ""
+	}
+	defer l.Close()
+	return l.Addr().String(), l.Addr().String()
 }
 
 func stopApp(app *fx.App) {

@@ -245,3 +245,84 @@ func genComponent(data []byte) map[string]any {
 	})
 	return obj
 }
+
+// FuzzConvertStable states the round-trip properties of the version chain
+// beyond "converting back succeeds" (FuzzConvertRoundTrip): converting to
+// the object's own version is the identity; converting through a version
+// in between gives the same content as converting at once; and a round trip
+// to another version and back is idempotent (what it loses or fills in once
+// it does not change again), so an object the apiserver converts back and
+// forth between a client's version and storage settles and stays there.
+func FuzzConvertStable(f *testing.F) {
+	for _, v := range versions {
+		data, err := json.Marshal(fixture(f, v))
+		if err != nil {
+			f.Fatal(err)
+		}
+		for target := range versions {
+			f.Add(data, uint8(target), uint8(len(versions)-1-target))
+		}
+	}
+	for _, doc := range []string{richV1beta3, richV1beta4} {
+		data, err := json.Marshal(fromYAML(f, doc))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data, uint8(0), uint8(3))
+		f.Add(data, uint8(3), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte, target, via uint8) {
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			obj = genComponent(doc)
+		}
+		from, _ := obj["apiVersion"].(string)
+		to := versions[int(target)%len(versions)]
+		y, err := Convert(obj, to)
+		if err != nil {
+			return
+		}
+		if same, err := Convert(obj, from); err != nil || !reflect.DeepEqual(same, obj) {
+			t.Fatalf("converting to its own version %s changed the object (err %v):\nin  %v\nout %v", from, err, obj, same)
+		}
+		// Through a version in between (the chain is linear).
+		lo, hi := versionIndex(from), versionIndex(to)
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		if mid := versions[lo+int(via)%(hi-lo+1)]; mid != from && mid != to {
+			m, err := Convert(obj, mid)
+			if err != nil {
+				t.Fatalf("%s -> %s succeeds but %s -> %s fails: %v", from, to, from, mid, err)
+			}
+			y2, err := Convert(m, to)
+			if err != nil {
+				t.Fatalf("%s -> %s succeeds but through %s fails: %v", from, to, mid, err)
+			}
+			if !reflect.DeepEqual(withoutAnnotation(t, y), withoutAnnotation(t, y2)) {
+				t.Fatalf("%s -> %s differs through %s:\ndirect  %v\nthrough %v", from, to, mid, y, y2)
+			}
+		}
+		// A round trip to and back from the other version, applied twice.
+		z := roundTrip(t, y, from, to)
+		if z2 := roundTrip(t, z, from, to); !reflect.DeepEqual(withoutAnnotation(t, z2), withoutAnnotation(t, z)) {
+			t.Fatalf("a second round trip %s -> %s -> %s changes more:\nonce  %v\ntwice %v", to, from, to, z, z2)
+		}
+	})
+}
+
+// roundTrip converts obj (of version to) to from and back.
+func roundTrip(t *testing.T, obj map[string]any, from, to string) map[string]any {
+	t.Helper()
+	back, err := Convert(obj, from)
+	if err != nil {
+		t.Fatalf("converting back from %s to %s failed: %v", to, from, err)
+	}
+	again, err := Convert(back, to)
+	if err != nil {
+		t.Fatalf("%s -> %s -> %s: the last step failed: %v", to, from, to, err)
+	}
+	return again
+}
