@@ -71,6 +71,11 @@ type IdentityConfigState struct {
 // which does none of it.
 const changeHubListener = "identity-hub-listener"
 
+// changeListenerNotConfigured: a worker with no listener leaves the
+// identity ready with the reason, and retries the hub only on the drift
+// check instead of on a backoff.
+const changeListenerNotConfigured = "identity-listener-not-configured"
+
 // Phases of an IdentityConfig.
 const (
 	PhaseIdentityReady  = "Ready"
@@ -258,9 +263,18 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		}
 		listener = identity.ListenerRegistered(hubs, x.subscribed())
 	}
-	if hubErr == nil {
+	switch {
+	case hubErr == nil:
 		r.succeeded()
-	} else {
+	case hubErr.Reason == activities.ErrTypeListenerMisconfigured &&
+		workflow.GetVersion(ctx, changeListenerNotConfigured, workflow.DefaultVersion, 1) >= 1:
+		// A worker run without a listener is a setting, not an outage:
+		// retrying on a backoff cannot change it, and across thousands of
+		// IdentityConfigs the retries were a steady stream of failing
+		// activities. The Ready condition says why; the drift check (or a
+		// spec change) tries again.
+		r.succeeded()
+	default:
 		r.retryAfterBackoff(ctx)
 	}
 	var events []activities.Event

@@ -1,12 +1,14 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
@@ -235,5 +237,53 @@ func TestIdentityConfigBeforeTheListenerChange(t *testing.T) {
 	}
 	if listenerRegistered(f.lastStatus()) != false || f.deletes != 1 {
 		t.Errorf("status %+v, deletes %d", f.lastStatus(), f.deletes)
+	}
+}
+
+// A worker without a listener is a setting: the identity is ready with the
+// reason on its Ready condition, and the hub is tried again only by the
+// drift check, not on a backoff (which, across thousands of
+// IdentityConfigs, was a steady stream of failing activities). Runs
+// recorded before the change keep retrying on the backoff.
+func TestIdentityConfigWithoutAListenerDoesNotRetryOnABackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		version   workflow.Version
+		wantCalls func(int) bool
+	}{
+		{"now", 1, func(n int) bool { return n == 1 }},
+		{"before the change", workflow.DefaultVersion, func(n int) bool { return n > 3 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, f := newIdentityEnv(t)
+			env.OnGetVersion(changeListenerNotConfigured, workflow.DefaultVersion, 1).Return(tc.version)
+			var id *activities.Identity
+			calls := 0
+			env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
+				func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
+					calls++
+					return activities.RegisterHubResult{}, temporal.NewNonRetryableApplicationError("the worker has no identity listener", activities.ErrTypeListenerMisconfigured, nil)
+				})
+			at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
+			at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
+			runIdentity(env, 24*time.Hour)
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if !tc.wantCalls(calls) {
+				t.Errorf("RegisterHub called %d times in 3 hours", calls)
+			}
+			var reason any
+			for _, s := range f.statuses {
+				if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
+					if c, _ := conds[0].(map[string]any); c["status"] == "True" {
+						reason = c["reason"]
+					}
+				}
+			}
+			if reason != activities.ErrTypeListenerMisconfigured {
+				t.Errorf("Ready condition reason = %v, want %s", reason, activities.ErrTypeListenerMisconfigured)
+			}
+		})
 	}
 }
