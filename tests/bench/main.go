@@ -163,8 +163,12 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		results = append(results, r)
 		printTable(results)
 		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
+		// Written after each size, so a later size's timeout keeps these.
+		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {
+			return err
+		}
 	}
-	return writeResults(env.root, out, "bench-latest.json", results)
+	return nil
 }
 
 // writeResults writes results with the date and machine under root/out.
