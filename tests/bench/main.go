@@ -120,10 +120,10 @@ func setup(ctx context.Context) (env *benchEnv, stop func(), err error) {
 		return nil, stop, err
 	}
 	cleanups = append(cleanups, func() { _ = kube.Stop() })
-	// In memory: the storm restarts odaflow's processes, not Temporal, and
-	// a file database would make creating thousands of Components slower
-	// without changing what a restart does.
-	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), TemporalExtraArgs: fastPoll})
+	// A file database (WAL, synchronous=normal) rather than memory: under
+	// a 1,000-Component burst on a loaded machine the in-memory dev server
+	// wedged for good, answering every call with sqlite's "interrupted (9)".
+	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), Persist: true, TemporalExtraArgs: fastPoll})
 	if err != nil {
 		return nil, stop, err
 	}

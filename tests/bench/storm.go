@@ -93,7 +93,7 @@ func runStorm(ctx context.Context, e *benchEnv, n, window int, budget, timeout t
 		procs[name] = p
 	}
 	fmt.Printf("\n== restart storm: %d Components, at most %d in flight ==\n", n, window)
-	res := StormResult{Requested: n, Window: window, DriftCheckInterval: stormCheckInterval, Temporal: "dev server in memory with the fast-poll settings"}
+	res := StormResult{Requested: n, Window: window, DriftCheckInterval: stormCheckInterval, Temporal: "dev server, sqlite file with WAL and synchronous=normal, fast-poll settings"}
 	took, n, err := e.createSteady(ctx, ns, n, window, budget, timeout)
 	if err != nil {
 		return err
