@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench clean help record-histories fuzz
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench bench-storm clean help record-histories fuzz
 
 all: build
 
@@ -123,3 +123,10 @@ record-histories: tools
 BENCH_N ?= 1,100,1000
 bench: tools
 	$(GO) run ./tests/bench -n $(BENCH_N)
+
+## bench-storm: STORM_N existing Components at steady state, then the watcher
+## and the worker restarted; results/storm-latest.json. STORM_N=10000;
+## STORM_FLAGS="-storm-budget 30m" stops creating after 30 min.
+STORM_N ?= 10000
+bench-storm: tools
+	$(GO) run ./tests/bench -storm $(STORM_N) $(STORM_FLAGS)

@@ -55,69 +55,102 @@ func main() {
 	out := flag.String("out", "results", "folder for the JSON results")
 	concurrency := flag.Int("concurrency", 32, "parallel create calls")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up on one size after this long")
+	storm := flag.Int("storm", 0, "instead of -n: the restart storm with this many existing Components (make bench-storm: 10000)")
+	window := flag.Int("storm-window", 200, "storm: at most this many Components created and not yet Complete")
+	stormBudget := flag.Duration("storm-budget", 0, "storm: stop creating Components after this long and restart with those (0: create all -storm)")
+	stormTimeout := flag.Duration("storm-timeout", 4*time.Hour, "storm: give up if the Components are not all Complete after this long")
 	flag.Parse()
-	if err := run(*sizes, *out, *concurrency, *timeout); err != nil {
+	ctx := context.Background()
+	env, stop, err := setup(ctx)
+	if err == nil {
+		if *storm > 0 {
+			err = runStorm(ctx, env, *storm, *window, *stormBudget, *stormTimeout, *out)
+		} else {
+			err = run(ctx, env, *sizes, *out, *concurrency, *timeout)
+		}
+		stop()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(sizes, out string, concurrency int, timeout time.Duration) error {
-	ctx := context.Background()
+// setup builds odaflow and starts the local stack, the Keycloak double and
+// the ingress Service; stop tears them down.
+func setup(ctx context.Context) (env *benchEnv, stop func(), err error) {
+	var cleanups []func()
+	stop = func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			stop()
+		}
+	}()
 	tools, err := localstack.FindTools()
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
 	root, err := localstack.RepoRoot()
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
 	work, err := os.MkdirTemp("", "odaflow-bench-")
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
-	defer os.RemoveAll(work)
+	cleanups = append(cleanups, func() { _ = os.RemoveAll(work) })
 	crdDir := filepath.Join(work, "crds")
 	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
-		return err
+		return nil, stop, err
 	}
 	if err := localstack.GatewayCRDs(crdDir); err != nil {
-		return err
+		return nil, stop, err
 	}
 	fmt.Println("building bin/odaflow and starting the local stack...")
 	bin := filepath.Join(work, "odaflow")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/odaflow")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
-		return fmt.Errorf("build odaflow: %w", err)
+		return nil, stop, fmt.Errorf("build odaflow: %w", err)
 	}
 	kube, err := localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "kube"), CRDDir: crdDir})
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
-	defer kube.Stop()
-	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), TemporalExtraArgs: fastPoll})
+	cleanups = append(cleanups, func() { _ = kube.Stop() })
+	// A file database (WAL, synchronous=normal) rather than memory: under
+	// a 1,000-Component burst on a loaded machine the in-memory dev server
+	// wedged for good, answering every call with sqlite's "interrupted (9)".
+	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), Persist: true, TemporalExtraArgs: fastPoll})
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
-	defer temporal.Stop()
+	cleanups = append(cleanups, func() { _ = temporal.Stop() })
 	tc, err := temporal.Dial(ctx)
 	if err != nil {
-		return err
+		return nil, stop, err
 	}
-	defer tc.Close()
-	env := &benchEnv{
-		kube: kube, temporal: temporal, tc: tc, bin: bin, work: work,
+	cleanups = append(cleanups, tc.Close)
+	env = &benchEnv{
+		kube: kube, temporal: temporal, tc: tc, bin: bin, work: work, root: root,
 		dyn:  dynamic.NewForConfigOrDie(kube.RESTConfig),
 		core: kubernetes.NewForConfigOrDie(kube.RESTConfig),
 	}
 	if err := env.identity(ctx); err != nil {
-		return fmt.Errorf("keycloak double: %w", err)
+		return nil, stop, fmt.Errorf("keycloak double: %w", err)
 	}
-	defer env.keycloak.Close()
+	cleanups = append(cleanups, env.keycloak.Close)
 	if err := env.ingress(ctx); err != nil {
-		return err
+		return nil, stop, err
 	}
+	return env, stop, nil
+}
+
+func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int, timeout time.Duration) error {
 	var results []Result
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -133,16 +166,28 @@ func run(sizes, out string, concurrency int, timeout time.Duration) error {
 		printTable(results)
 		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
 		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
+		// Written after each size, so a later size's timeout keeps these.
+		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {
+			return err
+		}
 	}
-	if err := os.MkdirAll(filepath.Join(root, out), 0o755); err != nil {
+	return nil
+}
+
+// writeResults writes results with the date and machine under root/out.
+func writeResults(root, out, file string, results any) error {
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
 	b, _ := json.MarshalIndent(map[string]any{
 		"date": time.Now().UTC().Format(time.RFC3339), "machine": machine(), "results": results,
 	}, "", "  ")
-	path := filepath.Join(root, out, "bench-latest.json")
+	path := filepath.Join(out, file)
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Println("\nwrote", path)
 	return nil

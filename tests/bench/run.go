@@ -42,11 +42,14 @@ type benchEnv struct {
 	tc       client.Client
 	bin      string
 	work     string
+	root     string
 	dyn      dynamic.Interface
 	core     kubernetes.Interface
 	// keycloak is the identity platform's double, so the identity step
 	// runs as in production rather than failing for want of one.
 	keycloak *keycloak.Server
+	// env is added to the worker's and watcher's environment.
+	env []string
 }
 
 // identity starts the Keycloak double with the Canvas's realm and puts its
@@ -95,6 +98,26 @@ func component(ns, name string) *unstructured.Unstructured {
 	return fixtures.WithOwnPaths(fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name)), "promotionmanagement"))
 }
 
+// namespace creates ns with ready EndpointSlices for the implementation
+// Services, so that ExposedAPIs there can become ready.
+func (e *benchEnv) namespace(ctx context.Context, ns string) error {
+	if _, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	ready := true
+	for _, impl := range implementations {
+		_, err := e.core.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
+			ObjectMeta:  metav1.ObjectMeta{Name: impl + "-x", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: impl}},
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+		}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create EndpointSlice %s/%s: %w", ns, impl, err)
+		}
+	}
+	return nil
+}
+
 type proc struct {
 	name string
 	cmd  *exec.Cmd
@@ -124,7 +147,9 @@ func (e *benchEnv) start(ctx context.Context, name, queue, namespaces string) (*
 		"ODAFLOW_KEYCLOAK_URL="+e.keycloak.URL(),
 		"ODAFLOW_KEYCLOAK_ADMIN_SECRET=odaflow-system/keycloak-admin",
 	)
-	logf, err := os.Create(filepath.Join(e.work, name+"-"+queue+".log"))
+	cmd.Env = append(cmd.Env, e.env...)
+	// Appended to, so a restarted process's log follows its predecessor's.
+	logf, err := os.OpenFile(filepath.Join(e.work, name+"-"+queue+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -200,51 +225,21 @@ func kubeRequests(addr string) (total, conflicts float64) {
 }
 
 func kubeRequestsByMethod(addr string) (total, conflicts float64, byMethod map[string]float64) {
-	byMethod = map[string]float64{}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, 0, byMethod
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "odaflow_kube_requests_total{") {
-			continue
-		}
-		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		total += v
-		if i := strings.Index(line, `method="`); i >= 0 {
-			m := line[i+8:]
-			byMethod[m[:strings.Index(m, `"`)]] += v
-		}
-		if strings.Contains(line, `code="409"`) {
-			conflicts += v
-		}
-	}
-	return total, conflicts, byMethod
+	m, _ := scrape(addr)
+	return m.sum(kubeRequestsTotal), m.sum(kubeRequestsTotal, `code="409"`), m.by(kubeRequestsTotal, "method")
 }
 
-// metricByLabels scrapes one counter of a process's /metrics, keyed by its
-// label set as printed ({method="PATCH",resource="exposedapis"}).
+const kubeRequestsTotal = "odaflow_kube_requests_total"
+
+// metricByLabels is one metric of a process's /metrics, keyed by its label
+// set as printed ({method="PATCH",resource="exposedapis"}).
 func metricByLabels(addr, name string) map[string]float64 {
 	out := map[string]float64{}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") {
-			continue
+	m, _ := scrape(addr)
+	for series, v := range m {
+		if seriesName(series) == name {
+			out[series[len(name):]] += v
 		}
-		i := strings.LastIndex(line, " ")
-		v, _ := strconv.ParseFloat(line[i+1:], 64)
-		out[line[len(name):i]] += v
 	}
 	return out
 }
@@ -262,19 +257,8 @@ func (e *benchEnv) runSize(ctx context.Context, n, concurrency int, timeout time
 	defer cancel()
 	ns := fmt.Sprintf("bench-%d", n)
 	queue := ns
-	if _, err := e.core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := e.namespace(ctx, ns); err != nil {
 		return Result{}, err
-	}
-	ready := true
-	for _, impl := range implementations {
-		_, err := e.core.DiscoveryV1().EndpointSlices(ns).Create(ctx, &discoveryv1.EndpointSlice{
-			ObjectMeta:  metav1.ObjectMeta{Name: impl + "-x", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: impl}},
-			AddressType: discoveryv1.AddressTypeIPv4,
-			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.9"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-		}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return Result{}, err
-		}
 	}
 	worker, err := e.start(ctx, "worker", queue, ns)
 	if err != nil {
