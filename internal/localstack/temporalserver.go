@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -104,6 +106,14 @@ func StartTemporalServer(ctx context.Context, o TemporalServerOptions) (t *Tempo
 	if err != nil {
 		return t, fmt.Errorf("localstack: picking free ports: %w", err)
 	}
+	// The SQL schema stores membership ports as smallint: the kernel's
+	// ephemeral ports (32768 and up) do not fit, so those four come from
+	// below.
+	low, err := freeLowPorts(4)
+	if err != nil {
+		return t, fmt.Errorf("localstack: picking membership ports: %w", err)
+	}
+	ports[1], ports[3], ports[5], ports[7] = low[0], low[1], low[2], low[3]
 	t.Address = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	cfgFile, dcFile := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "dynamicconfig.yaml")
 	if err := os.WriteFile(dcFile, []byte(serverDynamicConfig()), 0o644); err != nil {
@@ -147,16 +157,25 @@ func registerNamespace(ctx context.Context, p *process, addr, namespace string) 
 			return false, err
 		}
 		defer nc.Close()
-		if _, err := nc.Describe(ctx, namespace); err == nil {
-			return true, nil
+		if _, err := nc.Describe(ctx, namespace); err != nil {
+			err = nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{
+				Namespace:                        namespace,
+				WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+			})
+			var exists *serviceerror.NamespaceAlreadyExists
+			if err != nil && !errors.As(err, &exists) {
+				return false, err
+			}
 		}
-		err = nc.Register(ctx, &workflowservice.RegisterNamespaceRequest{
-			Namespace:                        namespace,
-			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
-		})
-		var exists *serviceerror.NamespaceAlreadyExists
-		if err != nil && !errors.As(err, &exists) {
+		// A new namespace reaches the services' caches a refresh later;
+		// until then calls that name it fail with NotFound.
+		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace, Logger: quietLogger()})
+		if err != nil {
 			return false, err
+		}
+		defer c.Close()
+		if _, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace}); err != nil {
+			return false, fmt.Errorf("namespace %s not served yet: %w", namespace, err)
 		}
 		return true, nil
 	})
@@ -231,6 +250,22 @@ func serverDynamicConfig() string {
 	b.WriteString("system.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n")
 	b.WriteString("system.namespaceCacheRefreshInterval:\n  - value: 1s\n")
 	return b.String()
+}
+
+// freeLowPorts returns n distinct ports between 20000 and 32767 that can
+// be bound on loopback now, tried in random order.
+func freeLowPorts(n int) ([]int, error) {
+	var ports []int
+	for _, p := range rand.Perm(32767 - 20000) {
+		port := 20000 + p
+		if portFree(port) == nil {
+			ports = append(ports, port)
+			if len(ports) == n {
+				return ports, nil
+			}
+		}
+	}
+	return nil, errors.New("no free ports between 20000 and 32767")
 }
 
 func lastLines(b []byte, n int) string {
