@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration bench bench-storm clean help record-histories fuzz
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz
 
 all: build
 
@@ -22,11 +22,15 @@ help:
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
 ## built from the Go module proxy and cached outside the clone (bin/tools links
 ## there); helm for the chart tests and the Vault dev server for the secrets
-## tests, each in a cache folder of its own (bin/helm, bin/vault).
+## tests, each in a cache folder of its own (bin/helm, bin/vault); the
+## Temporal server binary and its SQL tool (bin/temporal-server) and Debian's
+## PostgreSQL for the production-shape tests.
 tools:
 	@hack/tools.sh >/dev/null
 	@hack/tools.sh helm >/dev/null
 	@hack/tools.sh vault >/dev/null
+	@hack/tools.sh temporal-server >/dev/null
+	@hack/tools.sh postgres >/dev/null
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(ODAFLOW) ./cmd/odaflow
@@ -99,6 +103,12 @@ unit:
 
 integration: tools
 	$(GO) test -count=1 -v ./tests/integration/...
+
+## production: the fault tests in production's shape — the Temporal server
+## binary on PostgreSQL, two workers and two watchers as processes
+## (tests/production; `make test` runs them too, through ./...).
+production: tools
+	$(GO) test -count=1 -v ./tests/production/...
 
 ## chart: helm lint/template, server-side dry run and RBAC checks on a real
 ## apiserver, the Dockerfile check (tests/chart), and the compose file

@@ -13,6 +13,14 @@
 #   hack/tools.sh helm       build helm (tools/helm, its own go.mod) into its
 #                            own cache folder, link bin/helm and print the
 #                            folder (the chart tests run it)
+#   hack/tools.sh temporal-server
+#                            build the Temporal server and temporal-sql-tool
+#                            (tools/temporal-server, its own go.mod) with the
+#                            server's PostgreSQL schemas into their own cache
+#                            folder, link bin/temporal-server, print the folder
+#   hack/tools.sh postgres   install Debian's postgresql when no
+#                            /usr/lib/postgresql/*/bin/postgres exists (the
+#                            production-shape tests run it); print its bin dir
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=/dev/null
@@ -36,6 +44,10 @@ vault_dir="$cache_root/vault-${VAULT_VERSION}_${vault_hash}"
 HELM_VERSION=v3.22.0
 helm_hash="$(cat "$root/tools/helm/go.mod" "$root/tools/helm/go.sum" | sha256sum | cut -c1-12)"
 helm_dir="$cache_root/helm-${HELM_VERSION}_${helm_hash}"
+
+TEMPORAL_SERVER_VERSION=v1.32.1
+tserver_hash="$(cat "$root/tools/temporal-server/go.mod" "$root/tools/temporal-server/go.sum" | sha256sum | cut -c1-12)"
+tserver_dir="$cache_root/temporal-server-${TEMPORAL_SERVER_VERSION}_${tserver_hash}"
 
 if [[ "${1:-}" == "--path" ]]; then
   echo "$dir"
@@ -100,6 +112,45 @@ build_helm() {
   ln -sfn "$helm_dir" "$root/bin/helm"
 }
 
+build_temporal_server() {
+  mkdir -p "$tserver_dir"
+  if [[ ! -x "$tserver_dir/temporal-server" || ! -x "$tserver_dir/temporal-sql-tool" || ! -d "$tserver_dir/schema" ]]; then
+    log "building temporal-server ${TEMPORAL_SERVER_VERSION} and temporal-sql-tool (cold: 5-20 minutes)"
+    local start=$SECONDS mod
+    (cd "$root/tools/temporal-server" && go build -trimpath -ldflags "-s -w" -o "$tserver_dir/.temporal-server.tmp" go.temporal.io/server/cmd/server)
+    (cd "$root/tools/temporal-server" && go build -trimpath -ldflags "-s -w" -o "$tserver_dir/.temporal-sql-tool.tmp" go.temporal.io/server/cmd/tools/sql)
+    # The schema files ship in the server module, not in the binaries; copy
+    # them next to the binaries so the tests need no module cache.
+    mod="$(cd "$root/tools/temporal-server" && go list -m -f '{{.Dir}}' go.temporal.io/server)"
+    rm -rf "$tserver_dir/schema"
+    mkdir -p "$tserver_dir/schema"
+    cp -r "$mod/schema/postgresql" "$tserver_dir/schema/postgresql"
+    chmod -R u+w "$tserver_dir/schema"
+    mv "$tserver_dir/.temporal-server.tmp" "$tserver_dir/temporal-server"
+    mv "$tserver_dir/.temporal-sql-tool.tmp" "$tserver_dir/temporal-sql-tool"
+    log "temporal-server and temporal-sql-tool built in $((SECONDS - start))s"
+  fi
+  mkdir -p "$root/bin"
+  ln -sfn "$tserver_dir" "$root/bin/temporal-server"
+}
+
+# Debian's PostgreSQL; a fresh CI machine may lack it. We run as root there,
+# so no sudo.
+install_postgres() {
+  local bin
+  bin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)"
+  if [[ -z "$bin" || ! -x "$bin/postgres" ]]; then
+    log "installing postgresql from Debian's packages"
+    local start=$SECONDS
+    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2 || {
+      apt-get update >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql >&2
+    }
+    bin="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)"
+    log "postgresql installed in $((SECONDS - start))s"
+  fi
+  echo "$bin"
+}
+
 # Serialised on purpose: on 2 cores parallel builds only fight for the CPU and
 # the lock keeps two concurrent callers (make dev + make test) from both building.
 exec 9>"$cache_root/.lock"
@@ -107,6 +158,15 @@ flock 9
 if [[ "${1:-}" == "vault" ]]; then
   build_vault
   echo "$vault_dir"
+  exit 0
+fi
+if [[ "${1:-}" == "temporal-server" ]]; then
+  build_temporal_server
+  echo "$tserver_dir"
+  exit 0
+fi
+if [[ "${1:-}" == "postgres" ]]; then
+  install_postgres
   exit 0
 fi
 if [[ "${1:-}" == "helm" ]]; then

@@ -62,6 +62,16 @@ func startProcess(name, path string, args []string, sink *logSink) (*process, er
 // passes through before it reaches the log or the error-message tail (the
 // Vault dev server prints its root token and unseal key).
 func startProcessWith(name, path string, args, env []string, filter func(io.Writer) io.Writer, sink *logSink) (*process, error) {
+	return startProcessAttr(name, path, args, env, filter, sysProcAttr(), sink)
+}
+
+// startProcessAs is startProcessWith as another user (cred nil = this
+// process's user): PostgreSQL refuses to run as root.
+func startProcessAs(name, path string, args, env []string, cred *syscall.Credential, sink *logSink) (*process, error) {
+	return startProcessAttr(name, path, args, env, nil, sysProcAttrAs(cred), sink)
+}
+
+func startProcessAttr(name, path string, args, env []string, filter func(io.Writer) io.Writer, attr *syscall.SysProcAttr, sink *logSink) (*process, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("%s: binary not found: %w", name, err)
 	}
@@ -88,7 +98,7 @@ func startProcessWith(name, path string, args, env []string, filter func(io.Writ
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.Env = env
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = attr
 	// Bound the wait for the output pipes once the process is gone.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {

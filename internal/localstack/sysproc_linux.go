@@ -8,3 +8,12 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// sysProcAttrAs is sysProcAttr running the child as cred's user (nil = the
+// current user). Go sets the parent-death signal after switching user, so it
+// survives the switch.
+func sysProcAttrAs(cred *syscall.Credential) *syscall.SysProcAttr {
+	a := sysProcAttr()
+	a.Credential = cred
+	return a
+}

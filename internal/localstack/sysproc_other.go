@@ -8,3 +8,11 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// sysProcAttrAs is sysProcAttr running the child as cred's user (nil = the
+// current user).
+func sysProcAttrAs(cred *syscall.Credential) *syscall.SysProcAttr {
+	a := sysProcAttr()
+	a.Credential = cred
+	return a
+}

@@ -47,6 +47,11 @@ type Temporal struct {
 	sink *logSink
 	bin  string
 	args []string
+	// name labels the process in logs ("temporal" for the dev server).
+	name string
+	// setup, when set, runs after each process start and before the
+	// readiness check: the production server registers its namespace there.
+	setup func(ctx context.Context, p *process) error
 
 	mu      sync.Mutex
 	proc    *process
@@ -64,7 +69,7 @@ func StartTemporal(ctx context.Context, o Options) (t *Temporal, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t = &Temporal{Namespace: "default", DataDir: dir, opts: o, temp: temp, bin: bin}
+	t = &Temporal{Namespace: "default", DataDir: dir, opts: o, temp: temp, bin: bin, name: "temporal"}
 	t.sink = newLogSink(o.Logs, filepath.Join(dir, "logs"))
 	defer func() {
 		if err != nil {
@@ -122,13 +127,18 @@ func StartTemporal(ctx context.Context, o Options) (t *Temporal, err error) {
 
 func (t *Temporal) start(ctx context.Context) error {
 	started := time.Now()
-	p, err := startProcess("temporal", t.bin, t.args, t.sink)
+	p, err := startProcess(t.name, t.bin, t.args, t.sink)
 	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	t.proc = p
 	t.mu.Unlock()
+	if t.setup != nil {
+		if err := t.setup(ctx, p); err != nil {
+			return err
+		}
+	}
 	if err := waitTemporal(ctx, p, t.Address, t.Namespace); err != nil {
 		return err
 	}
@@ -138,8 +148,8 @@ func (t *Temporal) start(ctx context.Context) error {
 		return err
 	}
 	if t.sink.shared != nil {
-		fmt.Fprintf(t.sink.shared, "localstack: temporal ready in %s (%s, UI %s)\n",
-			time.Since(started).Round(time.Millisecond), t.Address, t.UIAddress)
+		fmt.Fprintf(t.sink.shared, "localstack: %s ready in %s (%s, UI %s)\n",
+			t.name, time.Since(started).Round(time.Millisecond), t.Address, t.UIAddress)
 	}
 	return nil
 }

@@ -14,29 +14,14 @@ import (
 
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
+	"github.com/odaflow/odaflow/tests/kit"
 )
 
 const component = "ctk-productcatalogmanagement"
 
-// waitIdentity waits for a component's identity in the Keycloak double
-// and its credentials Secret, and checks the Secret's client id.
 func waitIdentity(t *testing.T, ns, name string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, inKeycloak := stack.keycloak.ClientSecret(keycloakRealm, name)
-		sec, err := stack.core.CoreV1().Secrets(ns).Get(context.Background(), name+"-secret", metav1.GetOptions{})
-		if inKeycloak && err == nil {
-			if got := string(sec.Data["client_id"]); got != name {
-				t.Fatalf("Secret %s-secret client_id = %q, want %q", name, got, name)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("identity of %s/%s: Keycloak client present %v, Secret err %v", ns, name, inKeycloak, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	kit.WaitIdentity(t, stack.keycloak, stack.core, keycloakRealm, ns, name)
 }
 
 func TestComponentLifecycleOnRealServers(t *testing.T) {

@@ -8,13 +8,10 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
@@ -24,60 +21,21 @@ var virtualServices = schema.GroupVersionResource{Group: "networking.istio.io", 
 
 var serviceMonitors = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
 
-// ensureIngress creates the Istio ingress Service the gateway publishes
-// through, without a load-balancer address (as while it is pending).
+// ensureIngress creates the Istio ingress Service without an address.
 func ensureIngress(t *testing.T) {
 	t.Helper()
-	_, _ = stack.core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress"}}, metav1.CreateOptions{})
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "istio-ingress", Namespace: "istio-ingress", Labels: map[string]string{"istio": "ingressgateway"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
-			{Name: "http2", Port: 80, TargetPort: intstr.FromInt32(8080)},
-			{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443)},
-		}},
-	}
-	_, err := stack.core.CoreV1().Services("istio-ingress").Create(context.Background(), svc, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create ingress service: %v", err)
-	}
+	cluster().EnsureIngress(t)
 }
 
 func setIngressAddress(t *testing.T, ip string) {
 	t.Helper()
-	svc, err := stack.core.CoreV1().Services("istio-ingress").Get(context.Background(), "istio-ingress", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.Status.LoadBalancer.Ingress = nil
-	if ip != "" {
-		svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-	}
-	if _, err := stack.core.CoreV1().Services("istio-ingress").UpdateStatus(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("set ingress address: %v", err)
-	}
+	cluster().SetIngressAddress(t, ip)
 }
 
-// setEndpoints creates or updates the implementation Service's
-// EndpointSlice, as the EndpointSlice controller would.
+// setEndpoints creates or updates the implementation Service's EndpointSlice.
 func setEndpoints(t *testing.T, ns, service string, ready bool) {
 	t.Helper()
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta:  metav1.ObjectMeta{Name: service + "-abcde", Namespace: ns, Labels: map[string]string{discoveryv1.LabelServiceName: service}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.10"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
-	}
-	api := stack.core.DiscoveryV1().EndpointSlices(ns)
-	cur, err := api.Get(context.Background(), slice.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		_, err = api.Create(context.Background(), slice, metav1.CreateOptions{})
-	case err == nil:
-		cur.Endpoints = slice.Endpoints
-		_, err = api.Update(context.Background(), cur, metav1.UpdateOptions{})
-	}
-	if err != nil {
-		t.Fatalf("endpoints of %s: %v", service, err)
-	}
+	cluster().SetEndpoints(t, ns, service, ready)
 }
 
 func apiStatus(u *unstructured.Unstructured) (url string, ready bool) {

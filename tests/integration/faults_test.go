@@ -2,12 +2,11 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/odaflow/odaflow/oda"
-	"github.com/odaflow/odaflow/tests/fixtures"
+	"github.com/odaflow/odaflow/tests/kit"
 )
 
 // TestWorkerRestartMidLifecycle stops the worker while a Component is half
@@ -66,55 +65,31 @@ func TestAPIServerRestartMidLifecycle(t *testing.T) {
 	deleteComponent(t, ns, name)
 }
 
-var faultImplementations = []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+// faultImplementations are the Services behind the productcatalog
+// fixture's APIs.
+var faultImplementations = kit.FaultImplementations
 
-// startHalfWay installs a Component half way (installHalfWay) and returns
-// its workflow's runs at that point.
+// startHalfWay installs a Component whose gateway has no address and whose
+// implementations are down and waits until its children are applied.
 func startHalfWay(t *testing.T, ns, name string) []string {
 	t.Helper()
-	installHalfWay(t, ns, name)
-	return runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
+	return cluster().StartHalfWay(t, ns, name)
 }
 
-// installHalfWay installs a Component whose gateway has no address and
-// whose implementations are down, and waits until its children are
-// applied.
+// installHalfWay is startHalfWay for a Component whose lifecycle runs on
+// another Temporal server than the suite's (the runs it lists there are
+// none, and ignored).
 func installHalfWay(t *testing.T, ns, name string) {
 	t.Helper()
-	createNamespace(t, ns)
-	ensureIngress(t)
-	setIngressAddress(t, "")
-	for _, svc := range faultImplementations {
-		setEndpoints(t, ns, svc, false)
-	}
-	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
-	eventually(t, 60*time.Second, "children applied", func() (bool, string) {
-		apis := listChildren(t, oda.KindExposedAPI, ns, name)
-		return len(apis) == 4, fmt.Sprint(apis)
-	})
-	waitPhase(t, ns, name, oda.StatusCompCon, 30*time.Second)
+	_ = cluster().StartHalfWay(t, ns, name)
 }
 
-// bringUpGatewayAndImplementations gives the gateway its address and the
-// implementations ready endpoints.
 func bringUpGatewayAndImplementations(t *testing.T, ns string) {
 	t.Helper()
-	setIngressAddress(t, "34.159.217.74")
-	for _, svc := range faultImplementations {
-		setEndpoints(t, ns, svc, true)
-	}
+	cluster().BringUpGatewayAndImplementations(t, ns)
 }
 
-// assertSameLifecycleCompletes waits for Complete and checks that the
-// workflow run is the one from before the fault and that no child was
-// created twice.
 func assertSameLifecycleCompletes(t *testing.T, ns, name string, runsBefore []string, timeout time.Duration) {
 	t.Helper()
-	waitPhase(t, ns, name, oda.StatusComplete, timeout)
-	if runs := runsOf(t, oda.WorkflowID(oda.KindComponent.Name, ns, name)); len(runs) != len(runsBefore) || runs[0] != runsBefore[0] {
-		t.Errorf("runs before %v, after %v: the restart must continue the same lifecycle", runsBefore, runs)
-	}
-	if apis := listChildren(t, oda.KindExposedAPI, ns, name); len(apis) != 4 {
-		t.Errorf("ExposedAPIs after the restart = %v, want the same 4", apis)
-	}
+	cluster().AssertSameLifecycleCompletes(t, ns, name, runsBefore, timeout)
 }

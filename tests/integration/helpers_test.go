@@ -2,66 +2,44 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/kit"
 )
 
-// eventually polls cond until it holds or the timeout passes; the last
-// reason is reported on failure.
+// eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, reason := cond()
-		if ok {
-			return
-		}
-		last = reason
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not true after %s: %s", what, timeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	kit.Eventually(t, timeout, what, cond)
+}
+
+// cluster is the integration stack's apiserver and Temporal for the shared
+// test steps.
+func cluster() *kit.Cluster {
+	return &kit.Cluster{Dyn: stack.dyn, Core: stack.core, Temporal: stack.tc}
 }
 
 func createNamespace(t *testing.T, name string) {
 	t.Helper()
-	_, err := stack.core.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace %s: %v", name, err)
-	}
-	// API paths are cluster-wide claims on the gateway: leave none behind
-	// for the next test.
-	t.Cleanup(func() {
-		_ = stack.core.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	cluster().CreateNamespace(t, name)
 }
 
 func create(t *testing.T, kind oda.Kind, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
-	out, err := stack.dyn.Resource(kind.GVR()).Namespace(obj.GetNamespace()).Create(context.Background(), obj, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create %s %s: %v", kind.Name, obj.GetName(), err)
-	}
-	return out
+	return cluster().Create(t, kind, obj)
 }
 
 func get(kind oda.Kind, ns, name string) (*unstructured.Unstructured, error) {
-	return stack.dyn.Resource(kind.GVR()).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	return cluster().Get(kind, ns, name)
 }
 
 func mustGet(t *testing.T, kind oda.Kind, ns, name string) *unstructured.Unstructured {
@@ -81,40 +59,18 @@ func mergePatch(t *testing.T, kind oda.Kind, ns, name string, patch string) {
 	}
 }
 
-func deploymentStatus(u *unstructured.Unstructured) string {
-	s, _, _ := unstructured.NestedString(u.Object, "status", "summary/status", "deployment_status")
-	return s
-}
+func deploymentStatus(u *unstructured.Unstructured) string { return kit.DeploymentStatus(u) }
 
 // waitPhase waits for a Component's deployment_status.
 func waitPhase(t *testing.T, ns, name, phase string, timeout time.Duration) *unstructured.Unstructured {
 	t.Helper()
-	var got *unstructured.Unstructured
-	eventually(t, timeout, fmt.Sprintf("Component %s/%s reaches %s", ns, name, phase), func() (bool, string) {
-		u, err := get(oda.KindComponent, ns, name)
-		if err != nil {
-			return false, err.Error()
-		}
-		got = u
-		return deploymentStatus(u) == phase, "deployment_status=" + deploymentStatus(u)
-	})
-	return got
+	return cluster().WaitPhase(t, ns, name, phase, timeout)
 }
 
 // listChildren lists one kind's objects labelled for the component.
 func listChildren(t *testing.T, kind oda.Kind, ns, component string) []string {
 	t.Helper()
-	l, err := stack.dyn.Resource(kind.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: oda.LabelComponentName + "=" + component})
-	if err != nil {
-		t.Fatalf("list %s: %v", kind.Resource, err)
-	}
-	var names []string
-	for _, it := range l.Items {
-		if it.GetDeletionTimestamp() == nil {
-			names = append(names, it.GetName())
-		}
-	}
-	return names
+	return cluster().ListChildren(t, kind, ns, component)
 }
 
 // historyCounts counts a workflow's history events by type, over all runs
@@ -136,23 +92,14 @@ func historyCounts(t *testing.T, workflowID string) map[enumspb.EventType]int {
 // runsOf lists the runs (open and closed) with this workflow ID.
 func runsOf(t *testing.T, workflowID string) []string {
 	t.Helper()
-	return runsIn(t, stack.tc, workflowID)
+	return cluster().RunsOf(t, workflowID)
 }
 
-// runsIn lists the runs (open and closed) with this workflow ID.
+// runsIn lists the runs (open and closed) with this workflow ID on another
+// Temporal server than the suite's.
 func runsIn(t *testing.T, tc client.Client, workflowID string) []string {
 	t.Helper()
-	resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: fmt.Sprintf("WorkflowId = '%s'", workflowID),
-	})
-	if err != nil {
-		t.Fatalf("list runs of %s: %v", workflowID, err)
-	}
-	var runs []string
-	for _, e := range resp.GetExecutions() {
-		runs = append(runs, e.GetExecution().GetRunId()+":"+e.GetStatus().String())
-	}
-	return runs
+	return (&kit.Cluster{Temporal: tc}).RunsOf(t, workflowID)
 }
 
 func workflowStatus(workflowID string) (enumspb.WorkflowExecutionStatus, error) {
