@@ -10,8 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -20,6 +22,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // EnvDir names the artifacts folder.
@@ -162,3 +165,41 @@ func fileName(id, run string) string {
 	r := strings.NewReplacer("/", "_", ":", "_", " ", "_")
 	return r.Replace(id) + "_" + run + ".json"
 }
+
+// CopyLogs copies the *.log files under dir (the servers' and processes'
+// logs, never their data) into the artifacts' logs folder for pkg.
+func CopyLogs(dir, pkg string) error {
+	dst, err := Subdir(LogsDir, pkg)
+	if err != nil || dst == "" {
+		return err
+	}
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".log") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		return os.WriteFile(filepath.Join(dst, strings.ReplaceAll(rel, string(filepath.Separator), "_")), b, 0o644)
+	})
+}
+
+// RegisterKubeSecrets registers every credential held in a Kubernetes
+// Secret: the values of keys named like a password, secret, token or key
+// (usernames and CA certificates are not secrets).
+func RegisterKubeSecrets(secrets []corev1.Secret) error {
+	for _, s := range secrets {
+		for k, v := range s.Data {
+			if sensitiveKey.MatchString(k) {
+				if err := RegisterSecret("Secret "+s.Namespace+"/"+s.Name+" "+k, string(v)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+var sensitiveKey = regexp.MustCompile(`(?i)(password|secret|token|key)$`)

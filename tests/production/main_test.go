@@ -28,6 +28,7 @@ import (
 	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
 	"github.com/odaflow/odaflow/internal/doubles/keycloak"
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/internal/testartifacts"
 	"github.com/odaflow/odaflow/tests/kit"
 	"github.com/odaflow/odaflow/workflows"
 )
@@ -158,7 +159,39 @@ func run(m *testing.M) int {
 		return fail("start odaflow: %v", err)
 	}
 	fmt.Fprintf(os.Stderr, "production: two workers and two watchers ready in %s\n", time.Since(start).Round(time.Millisecond))
-	return m.Run()
+	code := m.Run()
+	if err := collectArtifacts(); err != nil {
+		return fail("artifacts for the secrets scan: %v", err)
+	}
+	return code
+}
+
+// collectArtifacts registers the run's secrets (every credential in a
+// Kubernetes Secret, every client secret and token the Keycloak double
+// issued), dumps every history the Temporal server holds and copies the
+// processes' logs, for the secrets scan at the end of make test.
+func collectArtifacts() error {
+	if testartifacts.Dir() == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	secrets, err := env.core.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list Secrets: %w", err)
+	}
+	if err := testartifacts.RegisterKubeSecrets(secrets.Items); err != nil {
+		return err
+	}
+	for _, v := range keycloak.Issued() {
+		if err := testartifacts.RegisterSecret("Keycloak client secret or token", v); err != nil {
+			return err
+		}
+	}
+	if _, err := testartifacts.DumpHistories(ctx, env.tc, "production"); err != nil {
+		return err
+	}
+	return testartifacts.CopyLogs(env.logDir, "production")
 }
 
 // startKeycloak starts the Keycloak double with the Canvas's realm and puts
