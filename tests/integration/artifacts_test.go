@@ -53,4 +53,3 @@ func collectArtifacts(logDir string) error {
 	fmt.Fprintf(os.Stderr, "integration: %d workflow histories kept for the secrets scan\n", n)
 	return testartifacts.CopyLogs(logDir, "integration")
 }
-
