@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz
+.PHONY: chart contracts all dev test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
 
 all: build
 
@@ -60,6 +60,12 @@ test: tools fmt-check vet contracts
 	cd tests/compose && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories
+
+## faults: the worker killed at each activity boundary of a full lifecycle
+## (kept out of make test while an open defect makes it fail about one run
+## in four; see README).
+faults: tools
+	ODAFLOW_FAULT_KILL=1 $(GO) test -count=1 -v -run '^TestWorkerKilledAtEveryActivityBoundary$$' ./tests/integration/
 
 ## fuzz: each go test -fuzz target in turn for FUZZTIME (make test runs them
 ## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). Each package's
