@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.temporal.io/api/serviceerror"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,16 +75,21 @@ func newAdoption(md metadata.Interface, w *Watcher) *adoption {
 
 func (w *Watcher) onWorkload(obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
-	if !ok || !w.cfg.Namespaces.Matches(m.Namespace) || OwnedByComponent(m.OwnerReferences) {
+	if !ok || !w.cfg.Namespaces.Matches(m.Namespace) || InComponentTree(m.OwnerReferences) {
 		return
 	}
 	w.queue.Add(key{Kind: adoptionKind, Namespace: m.Namespace, Name: m.Labels[oda.LabelComponentName]})
 }
 
-// OwnedByComponent reports whether a Component already owns the object.
-func OwnedByComponent(refs []metav1.OwnerReference) bool {
+// InComponentTree reports whether an ODA resource already owns the object:
+// a Component, or one of the Component's children (the credentials Secret
+// belongs to its IdentityConfig). Either way the Component's deletion
+// reaches it through the owner chain, so adopting it again would only
+// cost two apiserver writes (a second controller is refused, then a plain
+// owner added) and a workflow task per Component.
+func InComponentTree(refs []metav1.OwnerReference) bool {
 	for _, r := range refs {
-		if r.Kind == oda.KindComponent.Name && len(r.APIVersion) > len(oda.Group) && r.APIVersion[:len(oda.Group)] == oda.Group {
+		if group, _, found := strings.Cut(r.APIVersion, "/"); found && group == oda.Group {
 			return true
 		}
 	}
@@ -97,7 +103,7 @@ func (a *adoption) orphans(namespace, component string) []oda.WorkloadRef {
 		objs, _ := a.indexers[gvr].ByIndex(byComponentLabel, namespace+"/"+component)
 		for _, o := range objs {
 			m, ok := o.(*metav1.PartialObjectMetadata)
-			if !ok || OwnedByComponent(m.OwnerReferences) || m.DeletionTimestamp != nil {
+			if !ok || InComponentTree(m.OwnerReferences) || m.DeletionTimestamp != nil {
 				continue
 			}
 			out = append(out, oda.WorkloadRef{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Name: m.Name, UID: string(m.UID)})

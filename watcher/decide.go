@@ -75,17 +75,34 @@ var ignoredAnnotations = map[string]bool{
 // finalizer is left out for the same reason: adding it is the workflow's own
 // write, and re-driving it cost a whole second reconcile.
 func DesiredStateHash(obj *unstructured.Unstructured) string {
-	return desiredStateHash(obj, false)
+	return desiredStateHash(obj, hashCurrent)
 }
 
-// legacyDesiredStateHash is the hash watchers before the change above
-// computed (odaflow's finalizer included). A restarted watcher accepts either
-// in the observed-hash annotation, so the upgrade re-drives nothing.
-func legacyDesiredStateHash(obj *unstructured.Unstructured) string {
-	return desiredStateHash(obj, true)
+// earlierDesiredStateHashes are the hashes earlier watchers computed for the
+// same state. A restarted watcher accepts any of them in the observed-hash
+// annotation, so an upgrade re-drives nothing.
+func earlierDesiredStateHashes(obj *unstructured.Unstructured) []string {
+	return []string{desiredStateHash(obj, hashWithOwnFinalizer), desiredStateHash(obj, hashEmptiedFinalizers)}
 }
 
-func desiredStateHash(obj *unstructured.Unstructured, withOwnFinalizer bool) string {
+// hashVariant is how a watcher version hashed the finalizers.
+type hashVariant int
+
+const (
+	// hashCurrent leaves odaflow's finalizer out, and no finalizers at all
+	// hash alike however the list is spelt (absent, empty, emptied).
+	hashCurrent hashVariant = iota
+	// hashWithOwnFinalizer counted odaflow's finalizer.
+	hashWithOwnFinalizer
+	// hashEmptiedFinalizers left odaflow's finalizer out but hashed the
+	// emptied list as [] where an object without finalizers hashes as
+	// null: adding the finalizer, the workflow's own write, still changed
+	// the hash and cost every IdentityConfig a second reconcile (Keycloak
+	// calls, a Secret read, a status write).
+	hashEmptiedFinalizers
+)
+
+func desiredStateHash(obj *unstructured.Unstructured, variant hashVariant) string {
 	annotations := map[string]string{}
 	for k, v := range obj.GetAnnotations() {
 		if !ignoredAnnotations[k] {
@@ -93,8 +110,11 @@ func desiredStateHash(obj *unstructured.Unstructured, withOwnFinalizer bool) str
 		}
 	}
 	finalizers := obj.GetFinalizers()
-	if !withOwnFinalizer {
+	if variant != hashWithOwnFinalizer {
 		finalizers = slices.DeleteFunc(slices.Clone(finalizers), func(f string) bool { return f == oda.Finalizer })
+	}
+	if variant == hashCurrent && len(finalizers) == 0 {
+		finalizers = nil
 	}
 	spec := obj.Object["spec"]
 	b, _ := json.Marshal(struct {

@@ -177,7 +177,9 @@ func TestDesiredStateHash(t *testing.T) {
 		{"odaflow's finalizer added", func(u *unstructured.Unstructured) {
 			u.SetFinalizers(append(u.GetFinalizers(), oda.Finalizer))
 		}, false},
-		{"finalizers removed", func(u *unstructured.Unstructured) { u.SetFinalizers(nil) }, true},
+		// The base's only finalizer is odaflow's: taking it off (the
+		// workflow's own write at deletion) is no new desired state either.
+		{"odaflow's finalizer removed", func(u *unstructured.Unstructured) { u.SetFinalizers(nil) }, false},
 		{"deletionTimestamp set", func(u *unstructured.Unstructured) {
 			now := metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 			u.SetDeletionTimestamp(&now)
@@ -217,17 +219,49 @@ func TestDesiredStateHash(t *testing.T) {
 	}
 }
 
-func TestLegacyHashStillRecognised(t *testing.T) {
+func TestEarlierHashesStillRecognised(t *testing.T) {
 	u := component()
 	u.SetFinalizers(append(u.GetFinalizers(), oda.Finalizer))
 	// A watcher before the change counted odaflow's finalizer: its
 	// annotation must still match after an upgrade.
-	if legacyDesiredStateHash(u) == DesiredStateHash(u) {
-		t.Fatal("with odaflow's finalizer the legacy hash must differ from today's")
+	withOwn := desiredStateHash(u, hashWithOwnFinalizer)
+	if withOwn == DesiredStateHash(u) || !slices.Contains(earlierDesiredStateHashes(u), withOwn) {
+		t.Fatal("with odaflow's finalizer the hash that counted it must differ from today's and be accepted")
 	}
 	plain := component()
-	if legacyDesiredStateHash(plain) != DesiredStateHash(plain) && !slices.Contains(plain.GetFinalizers(), oda.Finalizer) {
+	if desiredStateHash(plain, hashWithOwnFinalizer) != DesiredStateHash(plain) && !slices.Contains(plain.GetFinalizers(), oda.Finalizer) {
 		t.Fatal("without odaflow's finalizer both hashes must agree")
+	}
+	// A watcher that hashed the emptied list as []: odaflow's finalizer
+	// alone gave another hash than none, and that annotation is accepted.
+	alone := component()
+	alone.SetFinalizers([]string{oda.Finalizer})
+	emptied := desiredStateHash(alone, hashEmptiedFinalizers)
+	if emptied == DesiredStateHash(alone) || !slices.Contains(earlierDesiredStateHashes(alone), emptied) {
+		t.Fatal("the emptied-list hash must differ from today's and be accepted")
+	}
+}
+
+// The workflow adds odaflow's finalizer itself, often as the object's only
+// one: that write must not look like a new desired state (it re-drove
+// every IdentityConfig's whole reconcile once).
+func TestOwnFinalizerAloneLeavesTheHash(t *testing.T) {
+	none := component()
+	none.SetFinalizers(nil)
+	for name, finalizers := range map[string][]string{
+		"odaflow's finalizer alone": {oda.Finalizer},
+		"an empty list":             {},
+	} {
+		u := component()
+		u.SetFinalizers(finalizers)
+		if got, want := DesiredStateHash(u), DesiredStateHash(none); got != want {
+			t.Errorf("%s: hash %s, without finalizers %s", name, got, want)
+		}
+	}
+	kopf := component()
+	kopf.SetFinalizers([]string{oda.KopfFinalizer})
+	if DesiredStateHash(kopf) == DesiredStateHash(none) {
+		t.Error("another controller's finalizer must change the hash")
 	}
 }
 
@@ -696,4 +730,31 @@ func roundTripJSON(t *testing.T, v map[string]any) map[string]any {
 		t.Fatal(err)
 	}
 	return u.Object["status"].(map[string]any)
+}
+
+func TestInComponentTree(t *testing.T) {
+	owner := func(apiVersion, kind string) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: "pc", UID: "u"}
+	}
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		want bool
+	}{
+		{"no owner: a workload from the component's chart", nil, false},
+		{"owned by its Component", []metav1.OwnerReference{owner(oda.APIVersion, "Component")}, true},
+		{"owned by an older version of the Component", []metav1.OwnerReference{owner(oda.Group+"/v1beta3", "Component")}, true},
+		{"the credentials Secret, owned by its IdentityConfig", []metav1.OwnerReference{owner(oda.APIVersion, "IdentityConfig")}, true},
+		{"owned by a Deployment only", []metav1.OwnerReference{owner("apps/v1", "Deployment")}, false},
+		{"a group that only starts like ODA's", []metav1.OwnerReference{owner(oda.Group+".example.com/v1", "Component")}, false},
+		{"a core kind named like ODA's", []metav1.OwnerReference{owner("v1", "Component")}, false},
+		{"one ODA owner among others", []metav1.OwnerReference{owner("apps/v1", "ReplicaSet"), owner(oda.APIVersion, "SecretsManagement")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := InComponentTree(tt.refs); got != tt.want {
+				t.Errorf("InComponentTree(%v) = %v, want %v", tt.refs, got, tt.want)
+			}
+		})
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -411,23 +412,29 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		return err
 	}
 	ev := ResourceEventOf(obj)
-	legacy := legacyDesiredStateHash(obj)
+	earlier := earlierDesiredStateHashes(obj)
+	var surroundings any
 	if k.Kind == oda.KindExposedAPI.Name {
 		exp, err := w.exposureOf(obj)
 		if err != nil {
 			return err
 		}
-		ev.Exposure = exp
-		ev.Hash, legacy = hashWith(ev.Hash, exp), hashWith(legacy, exp)
+		ev.Exposure, surroundings = exp, exp
 	}
 	if k.Kind == oda.KindDependentAPI.Name {
 		dep, err := w.dependencyOf(obj)
 		if err != nil {
 			return err
 		}
-		ev.Dependency = dep
-		ev.Hash, legacy = hashWith(ev.Hash, dep), hashWith(legacy, dep)
+		ev.Dependency, surroundings = dep, dep
 	}
+	if surroundings != nil {
+		ev.Hash = hashWith(ev.Hash, surroundings)
+		for i := range earlier {
+			earlier[i] = hashWith(earlier[i], surroundings)
+		}
+	}
+	observed := obj.GetAnnotations()[oda.AnnotationObservedHash]
 	w.mu.Lock()
 	last, seen := w.sent[k]
 	w.mu.Unlock()
@@ -436,7 +443,7 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		w.metrics.Dedup.WithLabelValues(k.Kind, "unchanged").Inc()
 		w.done(k)
 		return nil
-	case !seen && (obj.GetAnnotations()[oda.AnnotationObservedHash] == ev.Hash || obj.GetAnnotations()[oda.AnnotationObservedHash] == legacy):
+	case !seen && (observed == ev.Hash || slices.Contains(earlier, observed)):
 		// Restart: the workflow already handled exactly this state.
 		w.metrics.Dedup.WithLabelValues(k.Kind, "observed").Inc()
 		w.remember(k, ev.UID+"/"+ev.Hash)

@@ -918,14 +918,19 @@ func TestWatcherUnchangedChildWithPortIsNotReSignalled(t *testing.T) {
 
 func TestWatcherUpgradeAcceptsTheLegacyObservedHash(t *testing.T) {
 	const ns = "components"
-	api := exposedAPI(ns, "api", "", "/a")
-	api.SetFinalizers([]string{oda.Finalizer})
-	// Annotated by a watcher that still counted odaflow's finalizer: the
+	// Annotated by watchers that hashed odaflow's finalizer differently
+	// (counted it; or left it out but hashed the emptied list as []): the
 	// workflow handled this state, so the upgraded watcher stays silent.
 	// No ingress, no endpoints, no rival: the exposure the watcher reads.
-	setAnnotation(api, oda.AnnotationObservedHash, hashWith(legacyDesiredStateHash(api), &workflows.Exposure{}))
-	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{api}})
-	h.awaitCounter(h.metrics.Dedup, 1, "ExposedAPI", "observed")
+	var objects []*unstructured.Unstructured
+	for i, variant := range []hashVariant{hashWithOwnFinalizer, hashEmptiedFinalizers} {
+		api := exposedAPI(ns, fmt.Sprintf("api-%d", i), "", fmt.Sprintf("/a%d", i))
+		api.SetFinalizers([]string{oda.Finalizer})
+		setAnnotation(api, oda.AnnotationObservedHash, hashWith(desiredStateHash(api, variant), &workflows.Exposure{}))
+		objects = append(objects, api)
+	}
+	h := startHarness(t, harnessOptions{objects: objects})
+	h.awaitCounter(h.metrics.Dedup, float64(len(objects)), "ExposedAPI", "observed")
 	h.idle()
 	if got := h.sig.snapshot(); len(got) != 0 {
 		t.Errorf("after an upgrade with nothing new: %s", describe(got))

@@ -9,6 +9,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/temporalproto"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/odaflow/odaflow/internal/testartifacts"
@@ -79,29 +80,36 @@ func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
 	if inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name); inKeycloak != oldSecret {
 		t.Fatalf("the Secret's client_secret does not match Keycloak's")
 	}
-	// The IdentityConfig controls it (the Component may also own it, by
-	// adoption of what carries its label).
-	controlled := false
-	for _, ref := range first.GetOwnerReferences() {
-		controlled = controlled || (ref.Kind == oda.KindIdentityConfig.Name && ref.Name == name && ref.Controller != nil && *ref.Controller)
+	// The IdentityConfig controls it, and is its only owner: the Component
+	// reaches it through the IdentityConfig, so the Secret's label asks for
+	// no adoption (which would cost two writes per Component).
+	onlyOwner := func(s *corev1.Secret) {
+		t.Helper()
+		refs := s.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].Kind != oda.KindIdentityConfig.Name || refs[0].Name != name || refs[0].Controller == nil || !*refs[0].Controller {
+			t.Fatalf("owner references = %+v, want the IdentityConfig as controller and only owner", refs)
+		}
 	}
-	if !controlled {
-		t.Fatalf("owner references = %+v, want the IdentityConfig as controller", first.GetOwnerReferences())
-	}
+	onlyOwner(first)
 
 	// Rotation on request: Keycloak issues a new secret and the Secret is
 	// updated in place (same object, so mounted readers see the new value).
 	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"metadata":{"annotations":{"`+oda.AnnotationRotateCredentials+`":"2026-12-02"}}}`)
 	var newSecret string
+	var rotated *corev1.Secret
 	eventually(t, 60*time.Second, "rotated credentials", func() (bool, string) {
 		s, err := secrets.Get(context.Background(), name+"-secret", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
+		rotated = s
 		newSecret = string(s.Data["client_secret"])
 		inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name)
 		return newSecret != oldSecret && newSecret == inKeycloak && s.UID == first.UID, "not rotated yet"
 	})
+
+	// Seconds later, and after a rewrite, still nobody else's.
+	onlyOwner(rotated)
 
 	assertSecretsAbsent(t, map[string]string{
 		"old client secret": oldSecret, "rotated client secret": newSecret, "Keycloak admin password": stack.keycloakPassword,
