@@ -63,6 +63,11 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		waitPhase(t, ns, cleanNames[i], oda.StatusComplete, 60*time.Second)
 	}
 	waitQuiet(t, clean, "")
+	for i, ns := range cleanNS {
+		if err := adoptedOnce(ns, cleanNames[i]); err != nil {
+			t.Fatalf("clean lifecycle in %s: %v", ns, err)
+		}
+	}
 	cleanKinds, twice := created.objects(cleanNS[0])
 	if kinds2, twice2 := created.objects(cleanNS[1]); len(twice)+len(twice2) > 0 || fmt.Sprint(kinds2) != fmt.Sprint(cleanKinds) {
 		t.Fatalf("clean lifecycles: objects %v and %v, created twice %v %v", cleanKinds, kinds2, twice, twice2)
@@ -148,6 +153,11 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 
 	survivor := newFaultInterceptor(nil)
 	fs.startWorker(t, stack.common.TemporalAddress, survivor)
+	defer func() {
+		if t.Failed() {
+			logTimelines(t, namespaces, names, created, killed, map[string]*faultInterceptor{"doomed": doomed, "survivor": survivor})
+		}
+	}()
 	eventually(t, 3*time.Minute, "every Component Complete after the crash", func() (bool, string) {
 		var pending []string
 		for _, ns := range namespaces {
@@ -196,6 +206,9 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		if ids := listChildren(t, oda.KindIdentityConfig, ns, names[ns]); len(ids) != 1 {
 			t.Errorf("%s (%s): IdentityConfigs %v, want 1", ns, b, ids)
 		}
+		if err := adoptedOnce(ns, names[ns]); err != nil {
+			t.Errorf("%s (%s): %v", ns, b, err)
+		}
 	}
 	// Keycloak: exactly the clean lifecycle's writes, once per Component.
 	gotKC := keycloakWrites(kcFrom)
@@ -210,6 +223,40 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		}
 	}
 	t.Logf("K = %d boundaries, %d crashes (before and after each side effect), %s in all", len(boundaries), len(namespaces), time.Since(started).Round(time.Millisecond))
+}
+
+// logTimelines writes, for each Component that is not Complete, what
+// happened to it in time order: its deployment_status changes as watched
+// and every activity each worker ran for it, with start and end.
+func logTimelines(t *testing.T, namespaces []string, names map[string]string, created *creationLog, killed time.Time, workers map[string]*faultInterceptor) {
+	t.Helper()
+	for _, ns := range namespaces {
+		if u, err := get(oda.KindComponent, ns, names[ns]); err == nil && deploymentStatus(u) == oda.StatusComplete {
+			continue
+		}
+		type line struct {
+			at   time.Time
+			text string
+		}
+		lines := []line{{killed, "worker killed"}}
+		for _, p := range created.phaseChanges(ns) {
+			lines = append(lines, line{p.At, fmt.Sprintf("object rv %s deployment_status %q", p.ResourceVersion, p.Phase)})
+		}
+		for who, f := range workers {
+			for _, r := range f.completed(ns) {
+				lines = append(lines, line{r.At, fmt.Sprintf("%s %s activity %s attempt %d local %v run %s, %s, err %q", who, r.Key, r.ActivityID, r.Attempt, r.Local, r.RunID, r.Done.Sub(r.At).Round(time.Millisecond), r.Err)})
+			}
+			if c, ok := f.crashedAt()[ns]; ok {
+				lines = append(lines, line{c.At, fmt.Sprintf("%s crash point %s activity %s attempt %d", who, c.Key, c.ActivityID, c.Attempt)})
+			}
+		}
+		sort.SliceStable(lines, func(i, j int) bool { return lines[i].at.Before(lines[j].at) })
+		var b strings.Builder
+		for _, l := range lines {
+			fmt.Fprintf(&b, "\n  %s %s", l.at.Format("15:04:05.000"), l.text)
+		}
+		t.Logf("%s timeline:%s", ns, b.String())
+	}
 }
 
 // commonBoundaries lists, in a's order, the activity executions both

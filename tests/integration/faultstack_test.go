@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 	"go.uber.org/fx"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -89,7 +90,9 @@ func (fs *faultStack) startWorker(t *testing.T, temporalAddress string, ic inter
 // installReady creates a namespace with the implementations' endpoints
 // ready and the productcatalog Component in it, named after the namespace
 // without "it-" (paths and the Keycloak client are cluster-wide, so every
-// Component needs its own). The ingress must already have its address.
+// Component needs its own), with a ConfigMap carrying the Component's
+// label, as its chart would: adopting it is part of the lifecycle. The
+// ingress must already have its address.
 func installReady(t *testing.T, ns string) string {
 	t.Helper()
 	name := strings.TrimPrefix(ns, "it-")
@@ -98,7 +101,31 @@ func installReady(t *testing.T, ns string) string {
 		setEndpoints(t, ns, svc, true)
 	}
 	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: chartConfigMap(name), Namespace: ns, Labels: map[string]string{oda.LabelComponentName: name}}}
+	if _, err := stack.core.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create ConfigMap %s/%s: %v", ns, cm.Name, err)
+	}
 	return name
+}
+
+// chartConfigMap names the labelled ConfigMap installReady creates.
+func chartConfigMap(component string) string { return component + "-config" }
+
+// adoptedOnce checks that the Component owns its labelled ConfigMap, with
+// one owner reference.
+func adoptedOnce(ns, component string) error {
+	comp, err := get(oda.KindComponent, ns, component)
+	if err != nil {
+		return err
+	}
+	cm, err := stack.core.CoreV1().ConfigMaps(ns).Get(context.Background(), chartConfigMap(component), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if refs := cm.OwnerReferences; len(refs) != 1 || refs[0].UID != comp.GetUID() {
+		return fmt.Errorf("ConfigMap %s owner references %+v, want the Component %s alone", cm.Name, refs, comp.GetUID())
+	}
+	return nil
 }
 
 // activityRun is one execution of an activity seen by a faultInterceptor.
@@ -114,8 +141,9 @@ type activityRun struct {
 	Attempt        int32
 	Local          bool
 	Err            string
-	// At is when it started (a crash: when the worker died for it).
-	At time.Time
+	// At is when it started (a crash: when the worker died for it); Done
+	// when it returned.
+	At, Done time.Time
 }
 
 // boundary is where a worker crashes: the n-th execution of an activity
@@ -209,6 +237,7 @@ func (a *faultActivity) ExecuteActivity(ctx context.Context, in *interceptor.Exe
 	if err != nil {
 		run.Err = err.Error()
 	}
+	run.Done = time.Now()
 	f.mu.Lock()
 	f.runs = append(f.runs, run)
 	f.mu.Unlock()
@@ -328,6 +357,16 @@ type creationLog struct {
 	mu   sync.Mutex
 	uids map[string]map[string]bool
 	errs []string
+	// phases is every Component's deployment_status as the watch saw it
+	// change, by namespace: a failure's timeline.
+	phases map[string][]phaseChange
+}
+
+// phaseChange is a Component's deployment_status seen at a time.
+type phaseChange struct {
+	At              time.Time
+	ResourceVersion string
+	Phase           string
 }
 
 // Kinds whose creation the fault tests count: the Component's children,
@@ -343,7 +382,7 @@ var countedKinds = map[string]schema.GroupVersionResource{
 
 func watchCreations(t *testing.T, prefix string) *creationLog {
 	t.Helper()
-	l := &creationLog{uids: map[string]map[string]bool{}}
+	l := &creationLog{uids: map[string]map[string]bool{}, phases: map[string][]phaseChange{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for kind, gvr := range countedKinds {
@@ -401,6 +440,20 @@ func (l *creationLog) record(kind, prefix string, u *unstructured.Unstructured) 
 		l.uids[key] = map[string]bool{}
 	}
 	l.uids[key][string(u.GetUID())] = true
+	if kind == "Component" {
+		phase := deploymentStatus(u)
+		seen := l.phases[u.GetNamespace()]
+		if len(seen) == 0 || seen[len(seen)-1].Phase != phase {
+			l.phases[u.GetNamespace()] = append(seen, phaseChange{At: time.Now(), ResourceVersion: u.GetResourceVersion(), Phase: phase})
+		}
+	}
+}
+
+// phaseChanges returns the deployment_status changes seen in ns.
+func (l *creationLog) phaseChanges(ns string) []phaseChange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]phaseChange(nil), l.phases[ns]...)
 }
 
 // objects counts the objects of each kind ever seen in ns, and lists those
