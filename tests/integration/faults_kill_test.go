@@ -114,16 +114,36 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		names[ns] = installReady(t, ns)
 	}
 	installed := time.Now()
+	// A repeated execution (an adoption signalled twice, a third status
+	// write) depends on timing: both clean lifecycles had it, a crash run
+	// may not. A Component whose boundary is a repeat (#2 or later) and
+	// that reached Complete without it, 20 s after the installs, is left
+	// out of the crash checks and named; first executions never are.
+	var missedRepeat []string
 	eventually(t, 90*time.Second, "every Component at its crash point", func() (bool, string) {
 		at := doomed.crashedAt()
 		var missing []string
+		missedRepeat = nil
 		for _, ns := range namespaces {
-			if _, ok := at[ns]; !ok {
-				missing = append(missing, ns+": "+plan[ns].String())
+			if _, ok := at[ns]; ok {
+				continue
 			}
+			if plan[ns].N > 1 && time.Since(installed) > 20*time.Second {
+				if u, err := get(oda.KindComponent, ns, names[ns]); err == nil && deploymentStatus(u) == oda.StatusComplete {
+					missedRepeat = append(missedRepeat, ns)
+					continue
+				}
+			}
+			missing = append(missing, ns+": "+plan[ns].String())
 		}
 		return len(missing) == 0, strings.Join(missing, "; ")
 	})
+	for _, ns := range missedRepeat {
+		t.Logf("%s: Complete without reaching %s, a repeat this run did not make; no crash there", ns, plan[ns])
+	}
+	if len(missedRepeat) > len(namespaces)/4 {
+		t.Fatalf("%d of %d Components missed their crash point: the boundaries are not a lifecycle's", len(missedRepeat), len(namespaces))
+	}
 	var first, last activityRun
 	for _, c := range doomed.crashedAt() {
 		if c.At.After(last.At) {
@@ -175,7 +195,11 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 	eventually(t, 2*time.Minute, "every crashed activity run again", func() (bool, string) {
 		var missing []string
 		for _, ns := range namespaces {
-			if c := crashed[ns]; !ranAgain(survivor.completed(ns), c) {
+			c, ok := crashed[ns]
+			if !ok {
+				continue // a missed repeat (above): nothing crashed there
+			}
+			if !ranAgain(survivor.completed(ns), c) {
 				var seen []string
 				for _, r := range survivor.completed(ns) {
 					if r.WorkflowID == c.WorkflowID {
