@@ -275,8 +275,11 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 			// A provider came, went or changed its url or readiness.
 			w.enqueueDependants(u, old)
 		}
-		if kind == oda.KindComponent.Name && w.adopt != nil && !deleted {
+		if kind == oda.KindComponent.Name && w.adopt != nil && !deleted && (old == nil || old.GetUID() != u.GetUID()) {
 			// Workloads created before their Component were waiting for it.
+			// Only its arrival: on its updates (every status write) the
+			// workloads whose adoption is still in flight looked like
+			// orphans again and were adopted a second time.
 			w.queue.Add(key{Kind: adoptionKind, Namespace: u.GetNamespace(), Name: u.GetName()})
 		}
 		if kind != oda.KindComponent.Name {
