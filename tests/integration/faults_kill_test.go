@@ -300,17 +300,22 @@ func commonBoundaries(a, b []activityRun) []boundary {
 	return out
 }
 
-// ranAgain reports whether the new worker ran the crashed activity: the
-// same activity of the same workflow run (a local activity comes back with
-// its workflow task, a remote one as its next attempt). Its outcome is the
-// activity's own: registering a hub fails here, as in the clean lifecycle,
-// for want of a listener.
+// ranAgain reports whether the new worker ran the crashed activity again
+// in the same workflow run. A remote activity is in the history: it comes
+// back as its next attempt, same activity id. A local activity is not: the
+// crashed workflow task is run again from the last completed one, and with
+// the signals that arrived meanwhile it may take another path (an adoption
+// before the status write), so the local activity's ids shift; what must
+// happen is an execution of the same activity type in that run. Its outcome
+// is the activity's own: registering a hub fails here, as in the clean
+// lifecycle, for want of a listener.
 func ranAgain(runs []activityRun, c activityRun) bool {
 	for _, r := range runs {
-		if r.WorkflowID == c.WorkflowID && r.RunID == c.RunID && r.Key == c.Key && r.ActivityID == c.ActivityID {
-			if c.Local || r.Attempt > c.Attempt {
-				return true
-			}
+		if r.WorkflowID != c.WorkflowID || r.RunID != c.RunID || r.Key != c.Key {
+			continue
+		}
+		if c.Local || (r.ActivityID == c.ActivityID && r.Attempt > c.Attempt) {
+			return true
 		}
 	}
 	return false
