@@ -101,11 +101,15 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 		if c.next == nil && !c.gone && !c.dirty() {
 			c.wait(ctx, events, childCh)
 		}
-		c.drain(events, childCh)
+		c.drain(ctx, events, childCh)
 		switch {
 		case c.next != nil:
 			// A new object under the same name: a new lifecycle, never the
-			// old one's state.
+			// old one's state. The old one's children lose their kopf
+			// finalizers first if it is gone (see successor).
+			if c.gone {
+				c.releaseChildFinalizers(ctx)
+			}
 			return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
 				Namespace: c.ns, Name: c.name, Pending: c.next, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
 			})
@@ -119,7 +123,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 		}
 		vis.publish(ctx, c.st.DeploymentStatus)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > c.historyLimit {
-			c.drain(events, childCh)
+			c.drain(ctx, events, childCh)
 			if c.next == nil && !c.gone && !c.dirty() {
 				st := c.st
 				return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
@@ -135,6 +139,7 @@ type component struct {
 	st           ComponentState
 	historyLimit int
 	next         *ResourceEvent
+	succ         successor
 	gone         bool
 	retryTimer   workflow.Future
 	retryDue     bool
@@ -193,7 +198,7 @@ func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveC
 
 // drain takes every signal already delivered, so a burst of child updates
 // costs one status write.
-func (c *component) drain(events, childCh workflow.ReceiveChannel) {
+func (c *component) drain(ctx workflow.Context, events, childCh workflow.ReceiveChannel) {
 	for {
 		var ev ResourceEvent
 		if !events.ReceiveAsync(&ev) {
@@ -201,6 +206,7 @@ func (c *component) drain(events, childCh workflow.ReceiveChannel) {
 		}
 		c.onEvent(ev)
 	}
+	c.next = c.succ.resolve(ctx, c.next)
 	for {
 		var cs ChildStatus
 		if !childCh.ReceiveAsync(&cs) {
@@ -219,6 +225,7 @@ func (c *component) drain(events, childCh workflow.ReceiveChannel) {
 
 func (c *component) onEvent(ev ResourceEvent) {
 	if c.next != nil || c.gone {
+		c.succ.observe(ev, c.st.UID)
 		return
 	}
 	if c.st.UID != "" && ev.UID != c.st.UID {

@@ -88,7 +88,7 @@ func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
 		if x.next == nil && !x.gone && !x.dirty() {
 			x.wait(ctx, events)
 		}
-		x.drain(events)
+		x.drain(ctx, events)
 		switch {
 		case x.next != nil:
 			return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
@@ -100,7 +100,7 @@ func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
 		x.reconcile(ctx)
 		vis.publish(ctx, x.st.Phase)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit {
-			x.drain(events)
+			x.drain(ctx, events)
 			if x.next == nil && !x.gone && !x.dirty() {
 				st := x.st
 				return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
@@ -115,6 +115,7 @@ type exposedAPI struct {
 	ns, name   string
 	st         ExposedAPIState
 	next       *ResourceEvent
+	succ       successor
 	gone       bool
 	retryTimer workflow.Future
 	retryDue   bool
@@ -146,16 +147,18 @@ func (x *exposedAPI) wait(ctx workflow.Context, events workflow.ReceiveChannel) 
 	sel.Select(ctx)
 }
 
-func (x *exposedAPI) drain(events workflow.ReceiveChannel) {
+func (x *exposedAPI) drain(ctx workflow.Context, events workflow.ReceiveChannel) {
 	var ev ResourceEvent
 	for events.ReceiveAsync(&ev) {
 		x.onEvent(ev)
 		ev = ResourceEvent{}
 	}
+	x.next = x.succ.resolve(ctx, x.next)
 }
 
 func (x *exposedAPI) onEvent(ev ResourceEvent) {
 	if x.next != nil || x.gone {
+		x.succ.observe(ev, x.st.UID)
 		return
 	}
 	if x.st.UID != "" && ev.UID != x.st.UID {

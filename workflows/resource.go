@@ -60,6 +60,7 @@ type resourceLoop struct {
 	limit int
 
 	next     *ResourceEvent
+	succ     successor
 	gone     bool
 	due      bool
 	retry    workflow.Future
@@ -103,7 +104,7 @@ func (r *resourceLoop) run(ctx workflow.Context, kind resourceKind, pending *Res
 			kind.waits(ctx, r, sel)
 			sel.Select(ctx)
 		}
-		r.drain(events)
+		r.drain(ctx, events)
 		switch {
 		case r.next != nil:
 			return kind.continueAsNew(ctx, r, r.next)
@@ -117,7 +118,7 @@ func (r *resourceLoop) run(ctx workflow.Context, kind resourceKind, pending *Res
 		kind.reconcile(ctx, r)
 		r.vis.publish(ctx, r.st.Phase)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.limit {
-			r.drain(events)
+			r.drain(ctx, events)
 			if r.next == nil && !r.gone && !r.dirty() {
 				return kind.continueAsNew(ctx, r, nil)
 			}
@@ -134,16 +135,18 @@ func (r *resourceLoop) dirty() bool {
 // wake asks for another reconcile (from a kind's own wait callbacks).
 func (r *resourceLoop) wake() { r.due = true }
 
-func (r *resourceLoop) drain(events workflow.ReceiveChannel) {
+func (r *resourceLoop) drain(ctx workflow.Context, events workflow.ReceiveChannel) {
 	var ev ResourceEvent
 	for events.ReceiveAsync(&ev) {
 		r.onEvent(ev)
 		ev = ResourceEvent{}
 	}
+	r.next = r.succ.resolve(ctx, r.next)
 }
 
 func (r *resourceLoop) onEvent(ev ResourceEvent) {
 	if r.next != nil || r.gone {
+		r.succ.observe(ev, r.st.UID)
 		return
 	}
 	if r.st.UID != "" && ev.UID != r.st.UID {
