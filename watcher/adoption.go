@@ -78,7 +78,7 @@ func (w *Watcher) onWorkload(obj any) {
 	if !ok || !w.cfg.Namespaces.Matches(m.Namespace) || InComponentTree(m.OwnerReferences) {
 		return
 	}
-	w.queue.Add(key{Kind: adoptionKind, Namespace: m.Namespace, Name: m.Labels[oda.LabelComponentName]})
+	w.enqueue(key{Kind: adoptionKind, Namespace: m.Namespace, Name: m.Labels[oda.LabelComponentName]}, false)
 }
 
 // InComponentTree reports whether an ODA resource already owns the object:

@@ -2,8 +2,10 @@ package watcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,11 +102,29 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	// searchAttributes is decided once, before the first start: a missing
 	// attribute would make every start fail.
 	searchAttributes := false
+	// current is the watcher acting now. Ready means its informers have
+	// listed the cluster; a replica standing by for the Lease has nothing
+	// to list and is ready.
+	var current atomic.Pointer[Watcher]
+	health.Add("watcher caches", func(context.Context) error {
+		w := current.Load()
+		switch {
+		case w == nil && cfg.LeaderElect:
+			return nil
+		case w == nil:
+			return errors.New("watcher not started")
+		case !w.Synced():
+			return errors.New("informers still listing the cluster")
+		}
+		return nil
+	})
 	newWatcher := func() *Watcher {
-		return New(Config{
+		w := New(Config{
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval, SecretsCheckInterval: cfg.SecretsCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
+		current.Store(w)
+		return w
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -30,7 +30,7 @@ func specURLIndexers() cache.Indexers {
 
 // enqueueDependants re-evaluates the DependentAPIs that need any of the
 // specification URLs an ExposedAPI serves (or served before an update).
-func (w *Watcher) enqueueDependants(objs ...*unstructured.Unstructured) {
+func (w *Watcher) enqueueDependants(recheck bool, objs ...*unstructured.Unstructured) {
 	if w.dependentIndex == nil {
 		return
 	}
@@ -48,7 +48,7 @@ func (w *Watcher) enqueueDependants(objs ...*unstructured.Unstructured) {
 			deps, _ := w.dependentIndex.ByIndex(bySpecURL, url)
 			for _, o := range deps {
 				if d, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(d.GetNamespace()) {
-					w.queue.Add(key{Kind: oda.KindDependentAPI.Name, Namespace: d.GetNamespace(), Name: d.GetName()})
+					w.enqueue(key{Kind: oda.KindDependentAPI.Name, Namespace: d.GetNamespace(), Name: d.GetName()}, recheck)
 				}
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -91,6 +92,10 @@ type Watcher struct {
 	sliceLister    discoverylisters.EndpointSliceLister
 	svcLister      corelisters.ServiceLister
 	queue          workqueue.TypedRateLimitingInterface[key]
+	lanes          *twoLaneQueue
+	// synced is set once every informer has listed: before that the
+	// watcher has not seen the cluster and sends nothing.
+	synced atomic.Bool
 
 	mu sync.Mutex
 	// sent remembers what was last signalled per resource (own workflow) or
@@ -130,13 +135,17 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 	if cfg.IngressSelector == nil {
 		cfg.IngressSelector = labels.SelectorFromSet(labels.Set{"istio": "ingressgateway"})
 	}
+	lanes := newTwoLaneQueue()
 	w := &Watcher{
 		cfg: cfg, dyn: dyn, temp: temp, log: log, metrics: metrics,
 		factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		listers: map[string]cache.GenericLister{},
+		lanes:   lanes,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "odaflow-watcher"}),
+			workqueue.TypedRateLimitingQueueConfig[key]{Name: "odaflow-watcher", DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(
+				workqueue.TypedDelayingQueueConfig[key]{Name: "odaflow-watcher", Queue: workqueue.NewTypedWithConfig(
+					workqueue.TypedQueueConfig[key]{Name: "odaflow-watcher", Queue: lanes})})}),
 		sent:    map[key]string{},
 		uids:    map[key]string{},
 		parents: map[key]string{},
@@ -166,10 +175,10 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 	w.coreFactory = informers.NewSharedInformerFactory(core, 0)
 	slices := w.coreFactory.Discovery().V1().EndpointSlices()
 	w.sliceLister = slices.Lister()
-	_, _ = slices.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.onEndpointSlice,
-		UpdateFunc: func(_, obj any) { w.onEndpointSlice(obj) },
-		DeleteFunc: w.onEndpointSlice,
+	_, _ = slices.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { w.onEndpointSlice(obj, initial) },
+		UpdateFunc: func(_, obj any) { w.onEndpointSlice(obj, false) },
+		DeleteFunc: func(obj any) { w.onEndpointSlice(obj, false) },
 	})
 	w.ingressF = informers.NewSharedInformerFactoryWithOptions(core, 0,
 		informers.WithNamespace(cfg.IngressNamespace),
@@ -179,10 +188,10 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 	}
 	svcs := w.ingressF.Core().V1().Services()
 	w.svcLister = svcs.Lister()
-	_, _ = svcs.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.enqueueAllExposed() },
-		UpdateFunc: func(any, any) { w.enqueueAllExposed() },
-		DeleteFunc: func(any) { w.enqueueAllExposed() },
+	_, _ = svcs.Informer().AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(_ any, initial bool) { w.enqueueAllExposed(initial) },
+		UpdateFunc: func(any, any) { w.enqueueAllExposed(false) },
+		DeleteFunc: func(any) { w.enqueueAllExposed(false) },
 	})
 	return w
 }
@@ -192,8 +201,9 @@ func (w *Watcher) ingressLister() ([]*corev1.Service, error) {
 }
 
 // onEndpointSlice re-evaluates the ExposedAPIs implemented by the slice's
-// Service, found through an index rather than by listing them all.
-func (w *Watcher) onEndpointSlice(obj any) {
+// Service, found through an index rather than by listing them all. A slice
+// in the initial list is no news: its ExposedAPIs are only re-checked.
+func (w *Watcher) onEndpointSlice(obj any, initial bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -205,10 +215,10 @@ func (w *Watcher) onEndpointSlice(obj any) {
 	if svc == "" {
 		return
 	}
-	w.enqueueExposedBy(byImplementation, slice.Namespace+"/"+svc)
+	w.enqueueExposedBy(byImplementation, slice.Namespace+"/"+svc, initial)
 }
 
-func (w *Watcher) enqueueExposedBy(index, value string) {
+func (w *Watcher) enqueueExposedBy(index, value string, recheck bool) {
 	objs, err := w.exposedIndex.ByIndex(index, value)
 	if err != nil {
 		return
@@ -216,22 +226,22 @@ func (w *Watcher) enqueueExposedBy(index, value string) {
 	for _, o := range objs {
 		if u, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(u.GetNamespace()) {
 			w.metrics.Events.WithLabelValues("EndpointSlice").Inc()
-			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+			w.enqueue(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()}, recheck)
 		}
 	}
 }
 
 // enqueueAllExposed follows an ingress address change; those are rare.
-func (w *Watcher) enqueueAllExposed() {
+func (w *Watcher) enqueueAllExposed(recheck bool) {
 	for _, o := range w.exposedIndex.List() {
 		if u, ok := o.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(u.GetNamespace()) {
-			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()})
+			w.enqueue(key{Kind: oda.KindExposedAPI.Name, Namespace: u.GetNamespace(), Name: u.GetName()}, recheck)
 		}
 	}
 }
 
 func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
-	enqueue := func(oldObj, obj any, deleted bool) {
+	enqueue := func(oldObj, obj any, deleted, initial bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
@@ -241,6 +251,9 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 			return
 		}
 		w.metrics.Events.WithLabelValues(kind).Inc()
+		// An object in the initial list that odaflow has handled before is
+		// most likely unchanged since: re-checked after the news.
+		recheck := initial && u.GetAnnotations()[oda.AnnotationObservedHash] != ""
 		own := key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
 		now := time.Now()
 		w.observeLifecycle(kind, old, u, deleted, now)
@@ -260,43 +273,54 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		}
 		w.mu.Unlock()
 		if _, ok := w.cfg.Lifecycles[kind]; ok {
-			w.queue.Add(own)
+			w.enqueue(own, recheck)
 		}
 		if kind == oda.KindExposedAPI.Name {
 			// A claim on a path prefix came or went: the others on it (and
 			// on the path it left) may win or lose.
 			path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
-			w.enqueuePathSiblings(u, path)
+			w.enqueuePathSiblings(u, path, recheck)
 			if old != nil && old.GetUID() == u.GetUID() {
 				if oldPath, _, _ := unstructured.NestedString(old.Object, "spec", "path"); oldPath != path {
-					w.enqueuePathSiblings(u, oldPath)
+					w.enqueuePathSiblings(u, oldPath, recheck)
 				}
 			}
 			// A provider came, went or changed its url or readiness.
-			w.enqueueDependants(u, old)
+			w.enqueueDependants(recheck, u, old)
 		}
 		if kind == oda.KindComponent.Name && w.adopt != nil && !deleted && (old == nil || old.GetUID() != u.GetUID()) {
 			// Workloads created before their Component were waiting for it.
 			// Only its arrival: on its updates (every status write) the
 			// workloads whose adoption is still in flight looked like
 			// orphans again and were adopted a second time.
-			w.queue.Add(key{Kind: adoptionKind, Namespace: u.GetNamespace(), Name: u.GetName()})
+			w.enqueue(key{Kind: adoptionKind, Namespace: u.GetNamespace(), Name: u.GetName()}, recheck)
 		}
 		if kind != oda.KindComponent.Name {
 			if _, ok := ParentComponent(u); ok {
-				w.queue.Add(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true})
+				w.enqueue(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true}, recheck)
 			}
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(nil, obj, false) },
-		UpdateFunc: func(oldObj, obj any) { enqueue(oldObj, obj, false) },
-		DeleteFunc: func(obj any) { enqueue(nil, obj, true) },
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc:    func(obj any, initial bool) { enqueue(nil, obj, false, initial) },
+		UpdateFunc: func(oldObj, obj any) { enqueue(oldObj, obj, false, false) },
+		DeleteFunc: func(obj any) { enqueue(nil, obj, true, false) },
 	}
 }
 
+// enqueue queues k in the news lane, or when recheck in the lane served
+// after it (see twoLaneQueue).
+func (w *Watcher) enqueue(k key, recheck bool) {
+	if recheck {
+		w.lanes.markRecheck(k)
+	} else {
+		w.lanes.markNews(k)
+	}
+	w.queue.Add(k)
+}
+
 // enqueuePathSiblings re-evaluates the other served ExposedAPIs claiming path.
-func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string) {
+func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string, recheck bool) {
 	if path == "" || w.exposedIndex == nil {
 		return
 	}
@@ -304,7 +328,7 @@ func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string)
 	for _, o := range objs {
 		other, ok := o.(*unstructured.Unstructured)
 		if ok && other.GetUID() != u.GetUID() && w.cfg.Namespaces.Matches(other.GetNamespace()) {
-			w.queue.Add(key{Kind: oda.KindExposedAPI.Name, Namespace: other.GetNamespace(), Name: other.GetName()})
+			w.enqueue(key{Kind: oda.KindExposedAPI.Name, Namespace: other.GetNamespace(), Name: other.GetName()}, recheck)
 		}
 	}
 }
@@ -312,6 +336,7 @@ func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string)
 // Run starts the informers and the signal workers and blocks until ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
 	defer w.queue.ShutDown()
+	began := time.Now()
 	w.factory.Start(ctx.Done())
 	w.coreFactory.Start(ctx.Done())
 	w.ingressF.Start(ctx.Done())
@@ -344,7 +369,11 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 	}
-	w.log.Info("watcher caches synced", "namespaces", w.cfg.Namespaces.patterns)
+	listed := time.Since(began)
+	w.synced.Store(true)
+	w.metrics.CacheSync.Set(listed.Seconds())
+	w.metrics.QueueDepth.Set(float64(w.queue.Len()))
+	w.log.Info("watcher caches synced", "namespaces", w.cfg.Namespaces.patterns, "took", listed.Round(time.Millisecond), "queued", w.queue.Len())
 	var wg sync.WaitGroup
 	for range w.cfg.Workers {
 		wg.Add(1)
@@ -366,12 +395,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// Synced reports whether every informer has listed (readiness).
+func (w *Watcher) Synced() bool { return w.synced.Load() }
+
 func (w *Watcher) processNext(ctx context.Context) bool {
 	k, quit := w.queue.Get()
 	if quit {
 		return false
 	}
 	defer w.queue.Done(k)
+	w.metrics.QueueDepth.Set(float64(w.queue.Len()))
 	var err error
 	if k.Kind == adoptionKind {
 		err = w.syncAdoption(ctx, k)
@@ -610,6 +643,10 @@ type Metrics struct {
 	Lifecycle   *prometheus.HistogramVec
 	Failed      *prometheus.GaugeVec
 	FailedTotal *prometheus.CounterVec
+	// CacheSync is how long the informers took to list the cluster (0
+	// until they have); QueueDepth the keys waiting for a decision.
+	CacheSync  prometheus.Gauge
+	QueueDepth prometheus.Gauge
 }
 
 // NewMetrics registers the watcher's metrics.
@@ -641,9 +678,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		FailedTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "odaflow_resources_failed_total", Help: "Resources seen turning Failed, by kind.",
 		}, []string{"kind"}),
+		CacheSync: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "odaflow_watcher_cache_sync_seconds", Help: "How long the informers took to list the cluster at start; 0 while they are listing.",
+		}),
+		QueueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "odaflow_watcher_queue_depth", Help: "Keys waiting for a signal decision.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.Events, m.Signals, m.Dedup, m.Latency, m.Lifecycle, m.Failed, m.FailedTotal)
+		reg.MustRegister(m.Events, m.Signals, m.Dedup, m.Latency, m.Lifecycle, m.Failed, m.FailedTotal, m.CacheSync, m.QueueDepth)
 	}
 	return m
 }

@@ -43,6 +43,8 @@ type Result struct {
 	// WorkerRequestsByResource splits them by method and resource.
 	WorkerRequestsByResource map[string]float64 `json:"workerRequestsPerComponentByResource"`
 	Completed                int                `json:"completed"`
+	// Warmup says one Component was applied and exposed first, uncounted.
+	Warmup bool `json:"warmup"`
 }
 
 // Percentiles of a latency distribution, in seconds.
@@ -55,6 +57,7 @@ func main() {
 	out := flag.String("out", "results", "folder for the JSON results")
 	concurrency := flag.Int("concurrency", 32, "parallel create calls")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up on one size after this long")
+	warmup := flag.Bool("warmup", true, "before each size, apply one Component and wait for it (not counted)")
 	storm := flag.Int("storm", 0, "instead of -n: the restart storm with this many existing Components (make bench-storm: 10000)")
 	window := flag.Int("storm-window", 200, "storm: at most this many Components created and not yet Complete")
 	stormBudget := flag.Duration("storm-budget", 0, "storm: stop creating Components after this long and restart with those (0: create all -storm)")
@@ -66,7 +69,7 @@ func main() {
 		if *storm > 0 {
 			err = runStorm(ctx, env, *storm, *window, *stormBudget, *stormTimeout, *out)
 		} else {
-			err = run(ctx, env, *sizes, *out, *concurrency, *timeout)
+			err = run(ctx, env, *sizes, *out, *concurrency, *warmup, *timeout)
 		}
 		stop()
 	}
@@ -150,15 +153,15 @@ func setup(ctx context.Context) (env *benchEnv, stop func(), err error) {
 	return env, stop, nil
 }
 
-func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int, timeout time.Duration) error {
+func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int, warmup bool, timeout time.Duration) error {
 	var results []Result
-	for _, s := range strings.Split(sizes, ",") {
+	for round, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return fmt.Errorf("bad size %q", s)
 		}
 		fmt.Printf("\n== %d Component(s) at once ==\n", n)
-		r, err := env.runSize(ctx, n, concurrency, timeout)
+		r, err := env.runSize(ctx, round, n, concurrency, warmup, timeout)
 		if err != nil {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}

@@ -43,19 +43,23 @@ type StormResult struct {
 type RestartResult struct {
 	Process string `json:"process"`
 	// ReadySeconds and SteadySeconds run from starting the new process to
-	// its /readyz and to the last change of any counter of the worker or
-	// the watcher (watch events, signals, dedups, workflow tasks,
+	// its /readyz (for the watcher: its informers have listed the cluster)
+	// and to the last change of any counter of the worker or the watcher
+	// (watch events, signals, dedups, queue depth, workflow tasks,
 	// activities, apiserver requests), later ones being QuietSeconds away.
-	ReadySeconds   float64            `json:"readySeconds"`
-	SteadySeconds  float64            `json:"steadySeconds"`
-	QuietSeconds   float64            `json:"quietSeconds"`
-	NewRuns        int64              `json:"newWorkflowRuns"`
-	NewRunIDs      []string           `json:"newWorkflowRunIDs,omitempty"`
-	Activities     float64            `json:"activities"`
-	ActivityTypes  map[string]float64 `json:"activitiesByType,omitempty"`
-	WorkflowTasks  float64            `json:"workflowTasks"`
-	WorkerMutating float64            `json:"workerMutatingApiserverRequests"`
-	WorkerReads    float64            `json:"workerReadApiserverRequests"`
+	ReadySeconds float64 `json:"readySeconds"`
+	// WatcherCacheSyncSeconds is the restarted watcher's own measure of
+	// its informers' initial list.
+	WatcherCacheSyncSeconds float64            `json:"watcherCacheSyncSeconds,omitempty"`
+	SteadySeconds           float64            `json:"steadySeconds"`
+	QuietSeconds            float64            `json:"quietSeconds"`
+	NewRuns                 int64              `json:"newWorkflowRuns"`
+	NewRunIDs               []string           `json:"newWorkflowRunIDs,omitempty"`
+	Activities              float64            `json:"activities"`
+	ActivityTypes           map[string]float64 `json:"activitiesByType,omitempty"`
+	WorkflowTasks           float64            `json:"workflowTasks"`
+	WorkerMutating          float64            `json:"workerMutatingApiserverRequests"`
+	WorkerReads             float64            `json:"workerReadApiserverRequests"`
 	// WatcherMutating counts the watcher's own writes (adoption patches).
 	WatcherMutating  float64            `json:"watcherMutatingApiserverRequests"`
 	WatcherEvents    float64            `json:"watcherEvents"`
@@ -235,7 +239,7 @@ func (e *benchEnv) snapshot(procs map[string]*proc) (activity, error) {
 // moving are the counters whose change means the worker or the watcher is
 // still working.
 var moving = []string{
-	"odaflow_watcher_events_total", "odaflow_watcher_signals_total", "odaflow_watcher_dedup_total", kubeRequestsTotal,
+	"odaflow_watcher_events_total", "odaflow_watcher_signals_total", "odaflow_watcher_dedup_total", "odaflow_watcher_queue_depth", kubeRequestsTotal,
 	"temporal_workflow_task_execution_latency_seconds_count", "temporal_activity_execution_latency_seconds_count",
 	"temporal_local_activity_total",
 }
@@ -370,6 +374,9 @@ func (e *benchEnv) restart(ctx context.Context, procs map[string]*proc, which, n
 	r.WorkerMutating, r.WorkerReads = mutating(w)
 	r.WatcherMutating, _ = mutating(v)
 	r.WatcherEvents = v.sum("odaflow_watcher_events_total")
+	if which == "watcher" {
+		r.WatcherCacheSyncSeconds = v.sum("odaflow_watcher_cache_sync_seconds")
+	}
 	r.WatcherSignals = map[string]float64{}
 	for s, c := range v {
 		if seriesName(s) == "odaflow_watcher_signals_total" && c != 0 {
@@ -498,10 +505,10 @@ func printStorm(res StormResult) {
 	fmt.Printf("\n%d of %d Components (window %d) Complete in %.0f s, %.2f/s; %d workflows in Temporal at steady state; drift checks every %s (no timer fires during the storm); Temporal: %s\n",
 		res.N, res.Requested, res.Window, res.CreateSeconds, res.ComponentsPerSecond, res.Workflows, res.DriftCheckInterval, res.Temporal)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "restart\tready (s)\tsteady (s)\tnew runs\tactivities\tworkflow tasks\tworker writes/reads\twatcher writes\tkeycloak writes/tokens\twatcher events\twatcher signals\twatcher dedup\tprobe apply→children (s)\tprobe apply→Complete (s)")
+	fmt.Fprintln(w, "restart\tready (s)\twatcher list (s)\tsteady (s)\tnew runs\tactivities\tworkflow tasks\tworker writes/reads\twatcher writes\tkeycloak writes/tokens\twatcher events\twatcher signals\twatcher dedup\tprobe apply→children (s)\tprobe apply→Complete (s)")
 	for _, r := range res.Restarts {
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%d\t%.0f\t%.0f\t%.0f/%.0f\t%.0f\t%d/%d\t%.0f\t%s\t%s\t%.2f\t%.2f\n",
-			r.Process, r.ReadySeconds, r.SteadySeconds, r.NewRuns, r.Activities, r.WorkflowTasks,
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%.0f\t%.0f/%.0f\t%.0f\t%d/%d\t%.0f\t%s\t%s\t%.2f\t%.2f\n",
+			r.Process, r.ReadySeconds, r.WatcherCacheSyncSeconds, r.SteadySeconds, r.NewRuns, r.Activities, r.WorkflowTasks,
 			r.WorkerMutating, r.WorkerReads, r.WatcherMutating, r.KeycloakMutating, r.KeycloakTokens,
 			r.WatcherEvents, counts(r.WatcherSignals), counts(r.WatcherDedup), r.ProbeChildrenSeconds, r.ProbeCompleteSeconds)
 	}
