@@ -339,6 +339,12 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		case <-ctx.Done():
 			return Result{}, fmt.Errorf("the warm-up Component was not exposed before the timeout")
 		}
+		// Its last writes (the Component's summary, its Events) come after
+		// its APIs are exposed: let them land before the counters are read.
+		if err := e.awaitComplete(ctx, ns, warmupName); err != nil {
+			return Result{}, err
+		}
+		time.Sleep(2 * time.Second)
 	}
 
 	pids := map[string]int{"worker": worker.cmd.Process.Pid, "watcher": watcher.cmd.Process.Pid, "temporal": e.temporal.Pid(), "apiserver": e.kube.Pids()["kube-apiserver"]}
@@ -430,8 +436,24 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	if os.Getenv("BENCH_DEBUG") != "" && len(names) > 0 {
 		e.dumpHistory(ctx, oda.WorkflowID("Component", ns, names[0]))
 		e.dumpHistory(ctx, oda.WorkflowID("ExposedAPI", ns, names[0]+"-metrics"))
+		e.dumpHistory(ctx, oda.WorkflowID("IdentityConfig", ns, names[0]))
 	}
 	return r, nil
+}
+
+// awaitComplete polls one Component until its status says Complete.
+func (e *benchEnv) awaitComplete(ctx context.Context, ns, name string) error {
+	for {
+		u, err := e.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && componentStatus(u) == oda.StatusComplete {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("component %s/%s not Complete: %w", ns, name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // historyEvents averages, over up to 50 Components, the history length of
@@ -478,21 +500,29 @@ func percentiles(v []float64) Percentiles {
 	return Percentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: v[len(v)-1]}
 }
 
-// dumpHistory prints a workflow's signals and activities (BENCH_DEBUG=1).
+// dumpHistory prints a workflow's events with the time since its start:
+// signals with their payload, markers and timers with their summary
+// (BENCH_DEBUG=1).
 func (e *benchEnv) dumpHistory(ctx context.Context, id string) {
 	it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	fmt.Println("history of", id)
+	var start time.Time
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
 			return
 		}
-		switch ev.GetEventType() {
-		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-			a := ev.GetWorkflowExecutionSignaledEventAttributes()
-			fmt.Printf("  %d signal %s %s\n", ev.GetEventId(), a.GetSignalName(), a.GetInput().GetPayloads()[0].GetData())
-		case enumspb.EVENT_TYPE_MARKER_RECORDED:
-			fmt.Printf("  %d marker %s\n", ev.GetEventId(), ev.GetUserMetadata().GetSummary().GetData())
+		at := ev.GetEventTime().AsTime()
+		if start.IsZero() {
+			start = at
 		}
+		detail := string(ev.GetUserMetadata().GetSummary().GetData())
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
+			detail = a.GetSignalName() + " " + string(a.GetInput().GetPayloads()[0].GetData())
+		}
+		if len(detail) > 160 {
+			detail = detail[:160] + "..."
+		}
+		fmt.Printf("  %3d %6.3fs %s %s\n", ev.GetEventId(), at.Sub(start).Seconds(), strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), detail)
 	}
 }
