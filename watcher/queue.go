@@ -1,6 +1,22 @@
 package watcher
 
-import "sync"
+import (
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// newWorkQueue is the watcher's rate-limited workqueue ordered by lanes.
+func newWorkQueue(lanes *twoLaneQueue, limiter workqueue.TypedRateLimiter[key]) workqueue.TypedRateLimitingInterface[key] {
+	const name = "odaflow-watcher"
+	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[key]{
+		Name: name,
+		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[key]{
+			Name:  name,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[key]{Name: name, Queue: lanes}),
+		}),
+	})
+}
 
 // twoLaneQueue is the watcher's workqueue order: keys queued for news (a
 // watch event, a change seen while the watcher was down) are served before

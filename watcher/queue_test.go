@@ -40,9 +40,7 @@ func TestTwoLaneQueueOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &Watcher{lanes: newTwoLaneQueue()}
-			w.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[key](),
-				workqueue.TypedRateLimitingQueueConfig[key]{DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(
-					workqueue.TypedDelayingQueueConfig[key]{Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[key]{Queue: w.lanes})})})
+			w.queue = newWorkQueue(w.lanes, workqueue.DefaultTypedControllerRateLimiter[key]())
 			defer w.queue.ShutDown()
 			var got []string
 			for _, s := range tt.steps {

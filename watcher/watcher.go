@@ -141,11 +141,7 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 		factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		listers: map[string]cache.GenericLister{},
 		lanes:   lanes,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[key]{Name: "odaflow-watcher", DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(
-				workqueue.TypedDelayingQueueConfig[key]{Name: "odaflow-watcher", Queue: workqueue.NewTypedWithConfig(
-					workqueue.TypedQueueConfig[key]{Name: "odaflow-watcher", Queue: lanes})})}),
+		queue:   newWorkQueue(lanes, workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute)),
 		sent:    map[key]string{},
 		uids:    map[key]string{},
 		parents: map[key]string{},
@@ -241,7 +237,7 @@ func (w *Watcher) enqueueAllExposed(recheck bool) {
 }
 
 func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
-	enqueue := func(oldObj, obj any, deleted, initial bool) {
+	onEvent := func(oldObj, obj any, deleted, initial bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
@@ -302,9 +298,9 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, initial bool) { enqueue(nil, obj, false, initial) },
-		UpdateFunc: func(oldObj, obj any) { enqueue(oldObj, obj, false, false) },
-		DeleteFunc: func(obj any) { enqueue(nil, obj, true, false) },
+		AddFunc:    func(obj any, initial bool) { onEvent(nil, obj, false, initial) },
+		UpdateFunc: func(oldObj, obj any) { onEvent(oldObj, obj, false, false) },
+		DeleteFunc: func(obj any) { onEvent(nil, obj, true, false) },
 	}
 }
 
