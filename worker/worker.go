@@ -55,8 +55,9 @@ func GatewayConfig(cfg config.Worker) gateway.Config {
 }
 
 // Interceptors are Temporal worker interceptors the builder of the
-// application adds with WithInterceptor; production adds none, the fault
-// tests crash the worker at chosen activity boundaries through one.
+// application adds with WithInterceptor, after the worker's own
+// (livenessHeartbeats); the fault tests crash the worker at chosen activity
+// boundaries through one.
 type Interceptors struct {
 	fx.In
 	List []interceptor.WorkerInterceptor `group:"worker-interceptors"`
@@ -133,7 +134,7 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, 
 		// pollers keep tasks flowing when thousands of Components move at once.
 		MaxConcurrentWorkflowTaskPollers: 8,
 		MaxConcurrentActivityTaskPollers: 4,
-		Interceptors:                     ics.List,
+		Interceptors:                     append([]interceptor.WorkerInterceptor{&livenessHeartbeats{}}, ics.List...),
 	})
 	Register(w, acts)
 	health.Add("temporal", runtime.TemporalCheck(cl))

@@ -204,6 +204,7 @@ func hasFinalizer(finalizers []string) bool {
 func inventoryOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 20 * time.Second,
+		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,

@@ -178,6 +178,7 @@ func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pe
 func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    2 * time.Second,

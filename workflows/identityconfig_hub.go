@@ -21,6 +21,7 @@ import (
 func hubOptions(ctx workflow.Context, summary string, attempts int32) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
+		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        2 * time.Second,

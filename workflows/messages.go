@@ -101,6 +101,15 @@ type ChildStatus struct {
 	Deleted bool `json:"deleted,omitempty"`
 }
 
+// lostActivityTimeout is the heartbeat timeout of every remote activity:
+// how long the Temporal server waits to hear from the worker running it
+// before it runs it again elsewhere. The worker heartbeats on the
+// activities' behalf while they run (worker.livenessHeartbeats), so this
+// bounds the stall when a task was lost to a stopping or crashed worker,
+// which otherwise lasts the whole start-to-close timeout. Activity options
+// are not part of the commands replay compares, so no GetVersion.
+const lostActivityTimeout = 10 * time.Second
+
 // kubeActivityOptions apply to every apiserver activity. The apiserver is
 // normally fast, so attempts are short; transient failures (apiserver
 // restarts, 429, 5xx) retry with backoff for about two minutes before the
@@ -108,6 +117,7 @@ type ChildStatus struct {
 func kubeActivityOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
+		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
 		RetryPolicy:         kubeRetryPolicy,
 	})

@@ -313,6 +313,7 @@ func vaultReason(err error) string {
 func vaultOptions(ctx workflow.Context, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:    time.Second,

@@ -241,6 +241,11 @@ dynamicConfigClient:
 // floor as the dev server's flags do (fastPollDynamicConfig), makes a newly
 // added search attribute usable at once, and refreshes the namespace cache
 // every second so a namespace registered at start-up serves right away.
+// It also turns on what production should run with (README, "Temporal
+// server settings"): a stopping worker's outstanding polls are cancelled
+// by the server, so no task is handed to a worker that is going away (the
+// dev server, 1.29, lacks the setting; the worker's liveness heartbeats
+// bound the stall there).
 func serverDynamicConfig() string {
 	var b strings.Builder
 	for _, kv := range fastPollDynamicConfig {
@@ -249,6 +254,7 @@ func serverDynamicConfig() string {
 	}
 	b.WriteString("system.forceSearchAttributesCacheRefreshOnRead:\n  - value: true\n")
 	b.WriteString("system.namespaceCacheRefreshInterval:\n  - value: 1s\n")
+	b.WriteString("frontend.enableCancelWorkerPollsOnShutdown:\n  - value: true\n")
 	return b.String()
 }
 

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -34,6 +33,7 @@ import (
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
+	"github.com/odaflow/odaflow/tests/kit"
 )
 
 type benchEnv struct {
@@ -434,9 +434,9 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
 	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
 	if os.Getenv("BENCH_DEBUG") != "" && len(names) > 0 {
-		e.dumpHistory(ctx, oda.WorkflowID("Component", ns, names[0]))
-		e.dumpHistory(ctx, oda.WorkflowID("ExposedAPI", ns, names[0]+"-metrics"))
-		e.dumpHistory(ctx, oda.WorkflowID("IdentityConfig", ns, names[0]))
+		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("Component", ns, names[0]))
+		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("ExposedAPI", ns, names[0]+"-metrics"))
+		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("IdentityConfig", ns, names[0]))
 	}
 	return r, nil
 }
@@ -498,31 +498,4 @@ func percentiles(v []float64) Percentiles {
 		return v[i]
 	}
 	return Percentiles{P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: v[len(v)-1]}
-}
-
-// dumpHistory prints a workflow's events with the time since its start:
-// signals with their payload, markers and timers with their summary
-// (BENCH_DEBUG=1).
-func (e *benchEnv) dumpHistory(ctx context.Context, id string) {
-	it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	fmt.Println("history of", id)
-	var start time.Time
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return
-		}
-		at := ev.GetEventTime().AsTime()
-		if start.IsZero() {
-			start = at
-		}
-		detail := string(ev.GetUserMetadata().GetSummary().GetData())
-		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil {
-			detail = a.GetSignalName() + " " + string(a.GetInput().GetPayloads()[0].GetData())
-		}
-		if len(detail) > 160 {
-			detail = detail[:160] + "..."
-		}
-		fmt.Printf("  %3d %6.3fs %s %s\n", ev.GetEventId(), at.Sub(start).Seconds(), strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), detail)
-	}
 }
