@@ -2,10 +2,7 @@ package gateway
 
 import (
 	"net"
-	"sort"
 	"strconv"
-	"strings"
-	"time"
 )
 
 // Ingress is the gateway's ingress Service as exposure needs it: the first
@@ -83,68 +80,4 @@ func portSuffix(ports []Port) string {
 		return ":" + strconv.Itoa(int(p.Port))
 	}
 	return ""
-}
-
-// Claim is one ExposedAPI's claim on a host and path prefix of the gateway.
-type Claim struct {
-	Namespace, Name string
-	Host, Path      string
-	Created         time.Time
-}
-
-// ClaimOf is the claim an API makes under cfg: its path on the
-// VirtualService host (PublicHostname or "*").
-func ClaimOf(cfg Config, api API, spec Spec, created time.Time) Claim {
-	host := cfg.PublicHostname
-	if host == "" {
-		host = "*"
-	}
-	return Claim{Namespace: api.Namespace, Name: api.Name, Host: host, Path: spec.Path, Created: created}
-}
-
-// Conflicting decides between APIs that claim the same host and path prefix
-// (a trailing slash and the case of the host do not count). The earliest
-// created wins, then the first by namespace and name, so every caller picks
-// the same winner whatever the order of others. It returns the winner when
-// that is another API, so that me must not be exposed, and nil when nothing
-// else claims me's host and path or me wins. Others may include me.
-func Conflicting(me Claim, others []Claim) (winner *Claim) {
-	key := func(c Claim) string {
-		p := c.Path
-		if len(p) > 1 {
-			p = strings.TrimRight(p, "/")
-		}
-		return strings.ToLower(c.Host) + " " + p
-	}
-	if me.Path == "" {
-		return nil
-	}
-	rivals := []Claim{}
-	for _, o := range others {
-		if o.Namespace == me.Namespace && o.Name == me.Name {
-			continue
-		}
-		if o.Path != "" && key(o) == key(me) {
-			rivals = append(rivals, o)
-		}
-	}
-	if len(rivals) == 0 {
-		return nil
-	}
-	sort.Slice(rivals, func(i, j int) bool { return before(rivals[i], rivals[j]) })
-	if before(me, rivals[0]) {
-		return nil
-	}
-	w := rivals[0]
-	return &w
-}
-
-func before(a, b Claim) bool {
-	if !a.Created.Equal(b.Created) {
-		return a.Created.Before(b.Created)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -100,65 +99,3 @@ func TestAPIStatus(t *testing.T) {
 		})
 	}
 }
-
-func TestConflicting(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	claim := func(ns, name, path string, created time.Time) Claim {
-		return Claim{Namespace: ns, Name: name, Host: "*", Path: path, Created: created}
-	}
-	me := claim("components", "b", "/api/v4", t0)
-	cases := map[string]struct {
-		me     Claim
-		others []Claim
-		want   *Claim
-	}{
-		"alone":                                 {me, nil, nil},
-		"only me in the list":                   {me, []Claim{me}, nil},
-		"other paths and hosts":                 {me, []Claim{claim("components", "a", "/api/v5", t0.Add(-time.Hour)), {Namespace: "x", Name: "a", Host: "other.example.com", Path: "/api/v4", Created: t0.Add(-time.Hour)}}, nil},
-		"a longer prefix is not the same claim": {me, []Claim{claim("components", "a", "/api/v4/extra", t0.Add(-time.Hour))}, nil},
-		"earlier claim wins":                    {me, []Claim{claim("components", "z", "/api/v4", t0.Add(-time.Second))}, ptr(claim("components", "z", "/api/v4", t0.Add(-time.Second)))},
-		"I was first":                           {me, []Claim{claim("components", "a", "/api/v4", t0.Add(time.Second))}, nil},
-		"same time: namespace order":            {me, []Claim{claim("alpha", "z", "/api/v4", t0)}, ptr(claim("alpha", "z", "/api/v4", t0))},
-		"same time and namespace: name order":   {me, []Claim{claim("components", "a", "/api/v4", t0)}, ptr(claim("components", "a", "/api/v4", t0))},
-		"same time, I come first by name":       {me, []Claim{claim("components", "c", "/api/v4", t0)}, nil},
-		"trailing slash and host case do not count": {
-			Claim{Namespace: "n", Name: "b", Host: "API.example.com", Path: "/api/v4/", Created: t0},
-			[]Claim{{Namespace: "n", Name: "a", Host: "api.example.com", Path: "/api/v4", Created: t0.Add(-time.Minute)}},
-			&Claim{Namespace: "n", Name: "a", Host: "api.example.com", Path: "/api/v4", Created: t0.Add(-time.Minute)},
-		},
-		"the earliest of several, whatever the order": {me, []Claim{
-			claim("components", "c", "/api/v4", t0.Add(-time.Minute)),
-			claim("components", "d", "/api/v4", t0.Add(-time.Hour)),
-			claim("components", "e", "/other", t0.Add(-2*time.Hour)),
-		}, ptr(claim("components", "d", "/api/v4", t0.Add(-time.Hour)))},
-		"root path": {claim("n", "b", "/", t0), []Claim{claim("n", "a", "/", t0.Add(-time.Minute))}, ptr(claim("n", "a", "/", t0.Add(-time.Minute)))},
-		"no path":   {claim("n", "b", "", t0), []Claim{claim("n", "a", "", t0.Add(-time.Minute))}, nil},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, Conflicting(tc.me, tc.others)); diff != "" {
-				t.Errorf("Conflicting (-want +got):\n%s", diff)
-			}
-		})
-	}
-	// Symmetry: of two rivals, exactly one loses to the other.
-	a, b := claim("n", "a", "/x", t0), claim("m", "b", "/x", t0)
-	if (Conflicting(a, []Claim{b}) == nil) == (Conflicting(b, []Claim{a}) == nil) {
-		t.Error("both or neither of two rivals win")
-	}
-}
-
-func TestClaimOf(t *testing.T) {
-	api, spec := apiNamed(t, "x", nil)
-	t0 := time.Unix(0, 0)
-	want := Claim{Namespace: exampleNS, Name: "x", Host: "*", Path: spec.Path, Created: t0}
-	if diff := cmp.Diff(want, ClaimOf(Config{Gateway: GatewayIstio}, api, spec, t0)); diff != "" {
-		t.Errorf("ClaimOf (-want +got):\n%s", diff)
-	}
-	want.Host = "api.example.com"
-	if diff := cmp.Diff(want, ClaimOf(Config{Gateway: GatewayIstio, PublicHostname: "api.example.com"}, api, spec, t0)); diff != "" {
-		t.Errorf("ClaimOf with public host (-want +got):\n%s", diff)
-	}
-}
-
-func ptr[T any](v T) *T { return &v }

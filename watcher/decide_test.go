@@ -758,3 +758,77 @@ func TestInComponentTree(t *testing.T) {
 		})
 	}
 }
+
+func TestPathKeyAndAncestors(t *testing.T) {
+	tests := []struct {
+		path, key string
+		ancestors []string
+	}{
+		{"", "", nil},
+		{"/", "/", nil},
+		{"//", "/", nil},
+		{"/a", "/a", []string{"/"}},
+		{"/a/", "/a", []string{"/"}},
+		{"/a/b/c", "/a/b/c", []string{"/a/b", "/a", "/"}},
+		{"/r1-pc/tmf-api/productCatalogManagement/v4/", "/r1-pc/tmf-api/productCatalogManagement/v4",
+			[]string{"/r1-pc/tmf-api/productCatalogManagement", "/r1-pc/tmf-api", "/r1-pc", "/"}},
+	}
+	for _, tt := range tests {
+		if got := pathKey(tt.path); got != tt.key {
+			t.Errorf("pathKey(%q) = %q, want %q", tt.path, got, tt.key)
+		}
+		if diff := cmp.Diff(tt.ancestors, pathAncestors(tt.path)); diff != "" {
+			t.Errorf("pathAncestors(%q) (-want +got):\n%s", tt.path, diff)
+		}
+	}
+}
+
+func TestPathsOverlap(t *testing.T) {
+	tests := []struct {
+		name                 string
+		a, ownerA, b, ownerB string
+		want                 bool
+	}{
+		{"same path, other Component", "/x/api", "c1", "/x/api", "c2", true},
+		{"same path, same Component", "/x/api", "c1", "/x/api", "c1", true},
+		{"trailing slash does not count", "/x/api/", "c1", "/x/api", "c2", true},
+		{"a prefix of another Component's path", "/x", "c2", "/x/api", "c1", true},
+		{"under another Component's path", "/x/api/v5", "c2", "/x/api", "c1", true},
+		{"the root takes everything", "/", "c2", "/x/api", "c1", true},
+		{"a Component nests its own APIs", "/x", "c1", "/x/api", "c1", false},
+		{"a string prefix is not a path prefix", "/x/api", "c1", "/x/api2", "c2", false},
+		{"disjoint paths", "/x/a", "c1", "/x/b", "c2", false},
+		{"no path", "", "c1", "/x", "c2", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pathsOverlap(tt.a, tt.ownerA, tt.b, tt.ownerB); got != tt.want {
+				t.Errorf("pathsOverlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+			}
+			if got := pathsOverlap(tt.b, tt.ownerB, tt.a, tt.ownerA); got != tt.want {
+				t.Errorf("pathsOverlap(%q, %q) = %v, want %v (not symmetric)", tt.b, tt.a, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClaimOwner(t *testing.T) {
+	labelled := &unstructured.Unstructured{Object: map[string]any{}}
+	labelled.SetNamespace("ns")
+	labelled.SetName("pc-metrics")
+	labelled.SetLabels(map[string]string{oda.LabelComponentName: "pc"})
+	owned := &unstructured.Unstructured{Object: map[string]any{}}
+	owned.SetNamespace("ns")
+	owned.SetName("pc-api")
+	yes := true
+	owned.SetOwnerReferences([]metav1.OwnerReference{{Kind: "Component", Name: "pc", Controller: &yes}})
+	alone := &unstructured.Unstructured{Object: map[string]any{}}
+	alone.SetNamespace("ns")
+	alone.SetName("standalone")
+	if a, b := claimOwner(labelled), claimOwner(owned); a != b {
+		t.Errorf("label and controller name the same Component: %q != %q", a, b)
+	}
+	if claimOwner(alone) == claimOwner(labelled) {
+		t.Errorf("an ExposedAPI with no Component is its own owner, got %q", claimOwner(alone))
+	}
+}

@@ -2,15 +2,19 @@ package watcher
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/odaflow/odaflow/gateway"
+	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
 )
 
@@ -18,8 +22,11 @@ import (
 const (
 	// byImplementation maps "<namespace>/<service>" to the ExposedAPIs it implements.
 	byImplementation = "implementation"
-	// byPath maps a path prefix to the ExposedAPIs that claim it.
+	// byPath maps a path prefix (pathKey) to the ExposedAPIs that claim it.
 	byPath = "path"
+	// byPathAncestor maps a path prefix to the ExposedAPIs whose paths lie
+	// under it ("/a" to those claiming "/a/b" and "/a/b/c").
+	byPathAncestor = "path-ancestor"
 )
 
 func exposedAPIIndexers() cache.Indexers {
@@ -44,9 +51,73 @@ func exposedAPIIndexers() cache.Indexers {
 			if path == "" {
 				return nil, nil
 			}
-			return []string{path}, nil
+			return []string{pathKey(path)}, nil
+		},
+		byPathAncestor: func(obj any) ([]string, error) {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok {
+				return nil, nil
+			}
+			path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
+			return pathAncestors(path), nil
 		},
 	}
+}
+
+// pathKey is the path prefix a gateway route matches: a trailing slash
+// does not count (the root stays "/").
+func pathKey(path string) string {
+	if k := strings.TrimRight(path, "/"); k != "" || path == "" {
+		return k
+	}
+	return "/"
+}
+
+// pathAncestors are the proper prefixes of a path, segment by segment,
+// nearest first: "/a/b/c" gives "/a/b", "/a", "/". A gateway route on any
+// of them also matches the path's requests.
+func pathAncestors(path string) []string {
+	k := pathKey(path)
+	if k == "" || k == "/" {
+		return nil
+	}
+	var out []string
+	for i := strings.LastIndex(k, "/"); i > 0; i = strings.LastIndex(k[:i], "/") {
+		out = append(out, k[:i])
+	}
+	return append(out, "/")
+}
+
+// claimOwner names the Component an ExposedAPI belongs to, for the path
+// rule: the Component named by its oda.tmforum.org/componentName label,
+// else its controller, else the ExposedAPI alone.
+func claimOwner(u *unstructured.Unstructured) string {
+	if c := u.GetLabels()[oda.LabelComponentName]; c != "" {
+		return u.GetNamespace() + "/Component/" + c
+	}
+	if ref := metav1.GetControllerOfNoCopy(u); ref != nil {
+		return u.GetNamespace() + "/" + ref.Kind + "/" + ref.Name
+	}
+	return u.GetNamespace() + "/ExposedAPI/" + u.GetName()
+}
+
+// pathsOverlap is the gateway rule on two claims: the same prefix always
+// conflicts (one route would shadow the other); one prefix under the
+// other conflicts between different Components, since the shorter route
+// would take requests meant for the other Component's API, while one
+// Component may nest its own APIs.
+func pathsOverlap(path, owner, otherPath, otherOwner string) bool {
+	a, b := pathKey(path), pathKey(otherPath)
+	if a == "" || b == "" {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	if owner == otherOwner {
+		return false
+	}
+	return slices.Contains(pathAncestors(a), b) || slices.Contains(pathAncestors(b), a)
 }
 
 // ImplementationReady applies the Canvas's readiness rule both ways: ready
@@ -124,19 +195,39 @@ func (w *Watcher) exposureOf(obj *unstructured.Unstructured) (*workflows.Exposur
 		e.ImplementationReady = ImplementationReady(slices)
 	}
 	if path, _, _ := unstructured.NestedString(obj.Object, "spec", "path"); path != "" {
-		claims, err := w.exposedIndex.ByIndex(byPath, path)
-		if err != nil {
-			return nil, err
-		}
-		var us []*unstructured.Unstructured
-		for _, c := range claims {
-			if u, ok := c.(*unstructured.Unstructured); ok && w.cfg.Namespaces.Matches(u.GetNamespace()) {
-				us = append(us, u)
-			}
-		}
-		if winner := ConflictWinner(us); winner != "" && winner != obj.GetNamespace()+"/"+obj.GetName() {
+		claims := append(w.pathRivals(obj, path), obj)
+		if winner := ConflictWinner(claims); winner != "" && winner != obj.GetNamespace()+"/"+obj.GetName() {
 			e.ConflictsWith = winner
 		}
 	}
 	return e, nil
+}
+
+// pathRivals are the served ExposedAPIs, other than u, whose claims overlap
+// u's claim on path (pathsOverlap): on path itself, on a prefix of it or
+// under it.
+func (w *Watcher) pathRivals(u *unstructured.Unstructured, path string) []*unstructured.Unstructured {
+	if path == "" || w.exposedIndex == nil {
+		return nil
+	}
+	var candidates []any
+	for _, k := range append([]string{pathKey(path)}, pathAncestors(path)...) {
+		objs, _ := w.exposedIndex.ByIndex(byPath, k)
+		candidates = append(candidates, objs...)
+	}
+	under, _ := w.exposedIndex.ByIndex(byPathAncestor, pathKey(path))
+	candidates = append(candidates, under...)
+	owner := claimOwner(u)
+	var out []*unstructured.Unstructured
+	for _, c := range candidates {
+		other, ok := c.(*unstructured.Unstructured)
+		if !ok || other.GetUID() == u.GetUID() || !w.cfg.Namespaces.Matches(other.GetNamespace()) {
+			continue
+		}
+		otherPath, _, _ := unstructured.NestedString(other.Object, "spec", "path")
+		if pathsOverlap(path, owner, otherPath, claimOwner(other)) {
+			out = append(out, other)
+		}
+	}
+	return out
 }

@@ -315,17 +315,11 @@ func (w *Watcher) enqueue(k key, recheck bool) {
 	w.queue.Add(k)
 }
 
-// enqueuePathSiblings re-evaluates the other served ExposedAPIs claiming path.
+// enqueuePathSiblings re-evaluates the other served ExposedAPIs whose
+// claims overlap u's claim on path.
 func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string, recheck bool) {
-	if path == "" || w.exposedIndex == nil {
-		return
-	}
-	objs, _ := w.exposedIndex.ByIndex(byPath, path)
-	for _, o := range objs {
-		other, ok := o.(*unstructured.Unstructured)
-		if ok && other.GetUID() != u.GetUID() && w.cfg.Namespaces.Matches(other.GetNamespace()) {
-			w.enqueue(key{Kind: oda.KindExposedAPI.Name, Namespace: other.GetNamespace(), Name: other.GetName()}, recheck)
-		}
+	for _, other := range w.pathRivals(u, path) {
+		w.enqueue(key{Kind: oda.KindExposedAPI.Name, Namespace: other.GetNamespace(), Name: other.GetName()}, recheck)
 	}
 }
 

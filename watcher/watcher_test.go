@@ -784,6 +784,53 @@ func TestWatcherPathConflicts(t *testing.T) {
 	}
 }
 
+// TestWatcherPathPrefixTakeover: another Component's ExposedAPI claiming
+// a prefix of an existing API's path (its route would take that API's
+// requests) loses to the older claim, while a Component nesting its own
+// APIs is left alone; when the older claim goes, the prefix is free.
+func TestWatcherPathPrefixTakeover(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := exposedAPI("ns1", "pc-api", "", "/pc/tmf-api/productCatalogManagement/v4")
+	victim.SetLabels(map[string]string{oda.LabelComponentName: "pc"})
+	victim.SetCreationTimestamp(metav1.NewTime(t0))
+	nested := exposedAPI("ns1", "pc-root", "", "/pc")
+	nested.SetLabels(map[string]string{oda.LabelComponentName: "pc"})
+	nested.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Second)))
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, nested}})
+	for _, c := range h.sig.awaitCalls(t, 2) {
+		if got := eventOf(t, c).Exposure.ConflictsWith; got != "" {
+			t.Errorf("%s, one Component's nested paths: ConflictsWith = %q", c.WorkflowID, got)
+		}
+	}
+	h.idle()
+	hostile := exposedAPI("ns2", "grab", "", "/pc/tmf-api/")
+	hostile.SetLabels(map[string]string{oda.LabelComponentName: "other"})
+	hostile.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Minute)))
+	h.create(hostile)
+	calls := h.sig.await(t, "the hostile claim signalled", func(c []call) bool {
+		return slices.ContainsFunc(c[2:], func(x call) bool { return x.WorkflowID == "ExposedAPI/ns2/grab" })
+	})
+	for _, c := range calls[2:] {
+		want := ""
+		if c.WorkflowID == "ExposedAPI/ns2/grab" {
+			want = "ns1/pc-api"
+		}
+		if got := eventOf(t, c).Exposure.ConflictsWith; got != want {
+			t.Errorf("%s: ConflictsWith = %q, want %q", c.WorkflowID, got, want)
+		}
+	}
+	h.idle()
+	// The Component goes: the prefix is free and the hostile claim hears it.
+	n := len(h.sig.snapshot())
+	h.delete(oda.KindExposedAPI, "ns1", "pc-api")
+	h.delete(oda.KindExposedAPI, "ns1", "pc-root")
+	h.sig.await(t, "the hostile claim re-signalled without a conflict", func(c []call) bool {
+		return slices.ContainsFunc(c[n:], func(x call) bool {
+			return x.WorkflowID == "ExposedAPI/ns2/grab" && eventOf(t, x).Exposure.ConflictsWith == ""
+		})
+	})
+}
+
 // TestWatcherPathSiblingsRespectTheNamespaceFilter: an ExposedAPI in a
 // namespace this watcher does not serve must never get a signal from it,
 // even when a served one claims the same path.

@@ -148,31 +148,34 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 		return strings.HasSuffix(url, "v4-moved"), url
 	})
 
-	// A second ExposedAPI claiming the same path prefix loses, visibly; the
-	// first is untouched.
+	// A second ExposedAPI claiming the same path prefix loses, visibly, and
+	// so does one claiming a prefix of it (its route would take the first
+	// one's requests); the first is untouched.
 	path, _, _ := unstructured.NestedString(mustGet(t, oda.KindExposedAPI, ns, core).Object, "spec", "path")
-	intruder := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": oda.APIVersion, "kind": "ExposedAPI",
-		"metadata": map[string]any{"name": "intruder", "namespace": ns},
-		"spec":     map[string]any{"name": "intruder", "apiType": "openapi", "implementation": "ctk-prodcatapi", "path": path, "port": int64(8080)},
-	}}
-	create(t, oda.KindExposedAPI, intruder)
-	eventually(t, 30*time.Second, "the later claim is Failed with a PathConflict", func() (bool, string) {
-		u := mustGet(t, oda.KindExposedAPI, ns, "intruder")
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		if len(conds) == 0 {
-			return false, "no condition"
+	for name, claim := range map[string]string{"intruder": path, "prefix-intruder": path[:strings.LastIndex(path, "/")]} {
+		intruder := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": oda.APIVersion, "kind": "ExposedAPI",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"name": name, "apiType": "openapi", "implementation": "ctk-prodcatapi", "path": claim, "port": int64(8080)},
+		}}
+		create(t, oda.KindExposedAPI, intruder)
+		eventually(t, 30*time.Second, name+" is Failed with a PathConflict", func() (bool, string) {
+			u := mustGet(t, oda.KindExposedAPI, ns, name)
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			if len(conds) == 0 {
+				return false, "no condition"
+			}
+			c := conds[0].(map[string]any)
+			return c["reason"] == "PathConflict" && strings.Contains(fmt.Sprint(c["message"]), ns+"/"+core), fmt.Sprint(c)
+		})
+		if _, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the losing ExposedAPI %s has a VirtualService (err=%v)", name, err)
 		}
-		c := conds[0].(map[string]any)
-		return c["reason"] == "PathConflict" && strings.Contains(fmt.Sprint(c["message"]), ns+"/"+core), fmt.Sprint(c)
-	})
-	if _, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), "intruder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the losing ExposedAPI has a VirtualService (err=%v)", err)
+		eventually(t, 15*time.Second, "a Warning event for the conflict of "+name, func() (bool, string) {
+			evs := eventsFor(t, ns, name)
+			return containsAny(evs, "Warning/PathConflict"), fmt.Sprint(evs)
+		})
 	}
-	eventually(t, 15*time.Second, "a Warning event for the conflict", func() (bool, string) {
-		evs := eventsFor(t, ns, "intruder")
-		return containsAny(evs, "Warning/PathConflict"), fmt.Sprint(evs)
-	})
 	if url, ready := apiStatus(mustGet(t, oda.KindExposedAPI, ns, core)); url == "" || !ready {
 		t.Errorf("the first ExposedAPI changed: url=%q ready=%t", url, ready)
 	}
@@ -181,7 +184,7 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 	if err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Delete(context.Background(), component, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	// (The intruder now takes the free path over: that is the rule.)
+	// (The older intruder now takes the free path over: that is the rule.)
 	eventually(t, 60*time.Second, "the component's VirtualServices garbage-collected", func() (bool, string) {
 		l, err := stack.dyn.Resource(virtualServices).Namespace(ns).List(context.Background(), metav1.ListOptions{LabelSelector: oda.LabelComponentName + "=" + component})
 		if err != nil {
