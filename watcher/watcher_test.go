@@ -757,15 +757,7 @@ func TestWatcherPathConflicts(t *testing.T) {
 	newer.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Minute)))
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{older, newer}})
 	calls := h.sig.awaitCalls(t, 2)
-	for _, c := range calls {
-		want := ""
-		if c.WorkflowID == "ExposedAPI/ns2/newer" {
-			want = "ns1/older"
-		}
-		if got := eventOf(t, c).Exposure.ConflictsWith; got != want {
-			t.Errorf("%s: ConflictsWith = %q, want %q", c.WorkflowID, got, want)
-		}
-	}
+	assertOneLoser(t, calls, "ExposedAPI/ns2/newer", "ns1/older")
 	h.idle()
 	// The older one goes: the newer one takes the path.
 	h.delete(oda.KindExposedAPI, "ns1", "older")
@@ -780,6 +772,21 @@ func TestWatcherPathConflicts(t *testing.T) {
 	for _, c := range calls[2:] {
 		if c.WorkflowID == "ExposedAPI/ns2/newer" && eventOf(t, c).Exposure.ConflictsWith != "" {
 			t.Errorf("after the winner left: ConflictsWith = %q", eventOf(t, c).Exposure.ConflictsWith)
+		}
+	}
+}
+
+// assertOneLoser checks that of the signalled ExposedAPIs only loser heard
+// of a conflict, and that it lost to winner.
+func assertOneLoser(t *testing.T, calls []call, loser, winner string) {
+	t.Helper()
+	for _, c := range calls {
+		want := ""
+		if c.WorkflowID == loser {
+			want = winner
+		}
+		if got := eventOf(t, c).Exposure.ConflictsWith; got != want {
+			t.Errorf("%s: ConflictsWith = %q, want %q", c.WorkflowID, got, want)
 		}
 	}
 }
@@ -810,15 +817,7 @@ func TestWatcherPathPrefixTakeover(t *testing.T) {
 	calls := h.sig.await(t, "the hostile claim signalled", func(c []call) bool {
 		return slices.ContainsFunc(c[2:], func(x call) bool { return x.WorkflowID == "ExposedAPI/ns2/grab" })
 	})
-	for _, c := range calls[2:] {
-		want := ""
-		if c.WorkflowID == "ExposedAPI/ns2/grab" {
-			want = "ns1/pc-api"
-		}
-		if got := eventOf(t, c).Exposure.ConflictsWith; got != want {
-			t.Errorf("%s: ConflictsWith = %q, want %q", c.WorkflowID, got, want)
-		}
-	}
+	assertOneLoser(t, calls[2:], "ExposedAPI/ns2/grab", "ns1/pc-api")
 	h.idle()
 	// The Component goes: the prefix is free and the hostile claim hears it.
 	n := len(h.sig.snapshot())
