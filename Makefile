@@ -55,7 +55,7 @@ vet:
 ARTIFACTS ?= $(CURDIR)/.test-artifacts
 test: tools fmt-check vet contracts
 	rm -rf $(ARTIFACTS) && mkdir -p $(ARTIFACTS)
-	set -o pipefail; ODAFLOW_TEST_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -json $(GOTESTFLAGS) ./... 2>&1 \
+	set -o pipefail; ODAFLOW_TEST_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -timeout 30m -json $(GOTESTFLAGS) ./... 2>&1 \
 		| $(GO) run ./hack/gotestlog -o $(ARTIFACTS)/go-test.log
 	cd tests/compose && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)

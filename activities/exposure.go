@@ -207,7 +207,11 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 			return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		force := true
-		out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+		var out *unstructured.Unstructured
+		err = retryTransient(ctx, func() (err error) {
+			out, err = ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+			return err
+		})
 		if err != nil {
 			return nil, kubeError(fmt.Sprintf("apply %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), err)
 		}
@@ -254,8 +258,11 @@ func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) error {
 		"metadata": map[string]any{"name": api.Name, "namespace": api.Namespace, "uid": api.UID, "finalizers": []string{oda.Finalizer}},
 	})
 	force := true
-	_, err := e.Kube.Dynamic.Resource(oda.KindExposedAPI.GVR()).Namespace(api.Namespace).Patch(ctx, api.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+	err := retryTransient(ctx, func() error {
+		_, err := e.Kube.Dynamic.Resource(oda.KindExposedAPI.GVR()).Namespace(api.Namespace).Patch(ctx, api.Name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+		return err
+	})
 	if err != nil {
 		return kubeError("add finalizer to ExposedAPI "+api.Namespace+"/"+api.Name, err)
 	}

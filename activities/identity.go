@@ -345,7 +345,11 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	if rotatedFor != "" {
 		ac.WithAnnotations(map[string]string{AnnotationRotatedFor: rotatedFor})
 	}
-	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true}); err != nil {
+	err = retryTransient(ctx, func() error {
+		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true})
+		return err
+	})
+	if err != nil {
 		// The apiserver's error names the object, never the data.
 		return res, kubeError("write Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -79,14 +81,22 @@ func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyC
 		}
 		force := true
 		res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Owner.Namespace)
-		applied, err := res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+		var applied *unstructured.Unstructured
+		err = retryTransient(ctx, func() (err error) {
+			applied, err = res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+			return err
+		})
 		if err != nil {
 			return out, kubeError(fmt.Sprintf("apply %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
 		}
 		status, _, _ := unstructured.NestedMap(applied.Object, "status")
 		if c.InitialStatus != nil && kind.HasStatusSubresource && len(status) == 0 {
 			patch, _ := json.Marshal(map[string]any{"status": c.InitialStatus})
-			if _, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status"); err != nil {
+			err := retryTransient(ctx, func() error {
+				_, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status")
+				return err
+			})
+			if err != nil {
 				return out, kubeError(fmt.Sprintf("initialise status of %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
 			}
 			status = c.InitialStatus
@@ -99,7 +109,9 @@ func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyC
 			continue
 		}
 		bg := metav1.DeletePropagationBackground
-		err := k.Dynamic.Resource(kind.GVR()).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		err := retryTransient(ctx, func() error {
+			return k.Dynamic.Resource(kind.GVR()).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return out, kubeError("delete "+ref.String(), err)
 		}
@@ -178,8 +190,10 @@ func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, i
 	if err != nil {
 		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
 	}
-	_, err = res.Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
-	return err
+	return retryTransient(ctx, func() error {
+		_, err := res.Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+		return err
+	})
 }
 
 // replaceStatus sets every status key odaflow owns with JSON patch "add"
@@ -197,8 +211,10 @@ func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface,
 	if err != nil {
 		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
 	}
-	_, err = res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
-	return err
+	return retryTransient(ctx, func() error {
+		_, err := res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+		return err
+	})
 }
 
 func jsonPointerEscape(s string) string {
@@ -278,6 +294,40 @@ func (k *Kube) RemoveFinalizers(ctx context.Context, in RemoveFinalizersInput) e
 		return kubeError("remove finalizers of "+in.Ref.String(), err)
 	}
 	return nil
+}
+
+// transientBackoff spaces the quick repeats of one apiserver request:
+// 20, 40 and 80 ms, a blip's length. A longer outage is left to the
+// activity's retry policy, which backs off for minutes.
+var transientBackoff = wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
+
+// retryTransient runs an idempotent apiserver request (an apply, a patch, a
+// delete) again, at once, when the apiserver answers with a transient
+// failure: an optimistic-concurrency conflict, an internal error, a
+// timeout, throttling or unavailability. An activity writes several
+// objects; without this, one failed request in ten fails the whole attempt
+// and every write is repeated on the next, so at a few percent of failed
+// requests a lifecycle could spend its whole retry budget and park as
+// Failed. Never for a create that is not idempotent (an Event).
+func retryTransient(ctx context.Context, request func() error) error {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, transientBackoff, func(context.Context) (bool, error) {
+		last = request()
+		if last != nil && transientAPIError(last) {
+			return false, nil
+		}
+		return true, last
+	})
+	if wait.Interrupted(err) && last != nil {
+		return last
+	}
+	return err
+}
+
+func transientAPIError(err error) bool {
+	return apierrors.IsConflict(err) || apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) ||
+		apierrors.IsUnexpectedServerError(err)
 }
 
 // kubeError wraps an apiserver error for Temporal: content errors (422, 400)
@@ -369,8 +419,11 @@ func (k *Kube) EnsureFinalizer(ctx context.Context, in EnsureFinalizerInput) err
 		return fmt.Errorf("encode finalizer apply: %w", err)
 	}
 	force := true
-	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+	err = retryTransient(ctx, func() error {
+		_, err := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
+		return err
+	})
 	if err != nil {
 		return kubeError("add finalizer to "+in.Ref.String(), err)
 	}

@@ -176,6 +176,20 @@ func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pe
 // are not retried at all: repeating a wrong password only risks locking
 // the admin account.
 func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
+	return identityActivityOptions(ctx, summary, 4)
+}
+
+// credentialsOptions: writing the credentials Secret reads the client's
+// secret from Keycloak, which answered a moment before (EnsureIdentity runs
+// first), and writes to the apiserver. Its attempts last as long as the
+// apiserver activities' (about two minutes): an apiserver restart must not
+// mark the identity Failed and park it for the workflow's one-minute
+// backoff when the apiserver is back after fifteen seconds.
+func credentialsOptions(ctx workflow.Context, summary string) workflow.Context {
+	return identityActivityOptions(ctx, summary, 8)
+}
+
+func identityActivityOptions(ctx workflow.Context, summary string, attempts int32) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    lostActivityTimeout,
@@ -184,7 +198,7 @@ func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
 			InitialInterval:    2 * time.Second,
 			BackoffCoefficient: 2,
 			MaximumInterval:    30 * time.Second,
-			MaximumAttempts:    4,
+			MaximumAttempts:    attempts,
 			NonRetryableErrorTypes: []string{
 				activities.ErrTypeKeycloakUnauthorized, activities.ErrTypeKeycloakMisconfigured,
 				activities.ErrTypeKeycloakRejected, ErrTypeInvalid,
@@ -244,7 +258,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	x.st.Roles = identity.RoleNames(d.Roles)
 	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
 	var creds activities.EnsureCredentialsResult
-	err = workflow.ExecuteActivity(keycloakOptions(ctx, "credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
+	err = workflow.ExecuteActivity(credentialsOptions(ctx, "credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
 		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate,
 	}).Get(ctx, &creds)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -64,12 +65,13 @@ func WriteHistory(ctx context.Context, w io.Writer, tc client.Client, id string)
 	}
 }
 
-// LogLifecycleOnFailure logs, when the test fails, the histories of a
-// Component's workflow and of its IdentityConfig's.
+// LogLifecycleOnFailure logs, when the test fails (or always, with
+// ODAFLOW_LOG_LIFECYCLES set), the histories of a Component's workflow and
+// of its IdentityConfig's.
 func (c *Cluster) LogLifecycleOnFailure(t *testing.T, ns, name string) {
 	t.Helper()
 	t.Cleanup(func() {
-		if !t.Failed() {
+		if !t.Failed() && os.Getenv("ODAFLOW_LOG_LIFECYCLES") == "" {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
