@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,6 +136,43 @@ type WriteStatusInput struct {
 	// it, so a key removed inside an object is removed. It needs the status
 	// to exist: the first write of a lifecycle merges.
 	Replace bool `json:"replace,omitempty"`
+	// Fence, when set, keeps a write from an older workflow step from
+	// overwriting a newer one (StatusFence).
+	Fence *StatusFence `json:"fence,omitempty"`
+}
+
+// StatusFence orders the status writes of one resource's workflow. Local
+// activities run while their workflow task is processed, before Temporal
+// accepts the task; a worker too slow to finish a task within its timeout
+// may still be running it after the task was given to another worker (or
+// to itself again) and completed there. Without the fence, that stale run
+// could write an older status over a newer one, and the workflow, which
+// recorded the newer write, would never correct it.
+type StatusFence struct {
+	// RunStart is the workflow run's start time (Unix ns): a run continued
+	// as new starts later than the one it continues.
+	RunStart int64 `json:"runStart"`
+	// Seq is the run's history length at the workflow task that writes.
+	Seq int64 `json:"seq"`
+	// Previous is the fence of the last write the workflow recorded as
+	// done; the object still carries it unless a write it never recorded
+	// (a stale run, or a run cut short by a crash) came in between.
+	Previous string `json:"previous,omitempty"`
+}
+
+func (f StatusFence) String() string { return fmt.Sprintf("%d.%d", f.RunStart, f.Seq) }
+
+// after reports whether f comes after the fence an object carries
+// (current), so that f may overwrite it. A missing or unreadable fence
+// comes before any.
+func (f StatusFence) after(current string) bool {
+	run, seq, ok := strings.Cut(current, ".")
+	r, err1 := strconv.ParseInt(run, 10, 64)
+	q, err2 := strconv.ParseInt(seq, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return true
+	}
+	return f.RunStart > r || (f.RunStart == r && f.Seq > q)
 }
 
 // Event is a Kubernetes Event to record.
@@ -159,10 +197,22 @@ func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	if in.Replace {
 		err = k.replaceStatus(ctx, res, in)
 	}
-	if !in.Replace || apierrors.IsInvalid(err) {
+	switch {
+	case in.Replace && in.Fence != nil && in.Fence.Previous != "" && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
+		// The object does not carry the fence of the workflow's last
+		// recorded write: a newer step wrote since (this run is stale), or
+		// an earlier run of this step wrote and crashed before Temporal
+		// recorded it, or someone removed the annotations. Read and decide.
+		var superseded bool
+		superseded, err = k.fencedMerge(ctx, res, in)
+		if superseded {
+			k.Log.Info("status write superseded by a newer one; skipped", "resource", in.Ref.String(), "fence", in.Fence.String())
+			return nil
+		}
+	case !in.Replace || apierrors.IsInvalid(err):
 		// First write, or someone removed the status or the annotations
 		// since: merge instead (a JSON patch cannot add below a missing key).
-		err = k.mergeStatus(ctx, res, in)
+		err = k.mergeStatus(ctx, res, in, "")
 	}
 	if apierrors.IsNotFound(err) {
 		// Deleted meanwhile: nothing to report on, and the watcher tells the workflow.
@@ -181,10 +231,26 @@ func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	return nil
 }
 
-func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) error {
+// mergeStatus merge-patches the status and the bookkeeping annotations;
+// with a resourceVersion, only onto that version of the object.
+func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput, resourceVersion string) error {
 	patch := map[string]any{"status": in.Status}
+	meta := map[string]any{}
+	annotations := map[string]any{}
 	if in.ObservedHash != "" {
-		patch["metadata"] = map[string]any{"annotations": map[string]any{oda.AnnotationObservedHash: in.ObservedHash}}
+		annotations[oda.AnnotationObservedHash] = in.ObservedHash
+	}
+	if in.Fence != nil {
+		annotations[oda.AnnotationStatusFence] = in.Fence.String()
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	if resourceVersion != "" {
+		meta["resourceVersion"] = resourceVersion
+	}
+	if len(meta) > 0 {
+		patch["metadata"] = meta
 	}
 	body, err := json.Marshal(patch)
 	if err != nil {
@@ -200,12 +266,19 @@ func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, i
 // operations (which replace an existing member whole); keys owned by other
 // writers are untouched.
 func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) error {
-	ops := make([]map[string]any, 0, len(in.Status)+1)
+	ops := make([]map[string]any, 0, len(in.Status)+3)
+	fencePath := "/metadata/annotations/" + jsonPointerEscape(oda.AnnotationStatusFence)
+	if in.Fence != nil && in.Fence.Previous != "" {
+		ops = append(ops, map[string]any{"op": "test", "path": fencePath, "value": in.Fence.Previous})
+	}
 	for _, key := range oda.SortedKeys(in.Status) {
 		ops = append(ops, map[string]any{"op": "add", "path": "/status/" + jsonPointerEscape(key), "value": in.Status[key]})
 	}
 	if in.ObservedHash != "" {
 		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(oda.AnnotationObservedHash), "value": in.ObservedHash})
+	}
+	if in.Fence != nil {
+		ops = append(ops, map[string]any{"op": "add", "path": fencePath, "value": in.Fence.String()})
 	}
 	body, err := json.Marshal(ops)
 	if err != nil {
@@ -215,6 +288,27 @@ func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface,
 		_, err := res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
 		return err
 	})
+}
+
+// fencedMerge writes the status unless the object carries the fence of a
+// newer step (superseded), with the object's resourceVersion so that no
+// write slips in between the read and the write.
+func (k *Kube) fencedMerge(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) (superseded bool, err error) {
+	err = retryTransient(ctx, func() error {
+		obj, err := res.Get(ctx, in.Ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if string(obj.GetUID()) != in.UID && in.UID != "" {
+			return apierrors.NewNotFound(schema.GroupResource{Resource: in.Ref.Kind}, in.Ref.Name)
+		}
+		if !in.Fence.after(obj.GetAnnotations()[oda.AnnotationStatusFence]) {
+			superseded = true
+			return nil
+		}
+		return k.mergeStatus(ctx, res, in, obj.GetResourceVersion())
+	})
+	return superseded, err
 }
 
 func jsonPointerEscape(s string) string {

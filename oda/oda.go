@@ -42,6 +42,13 @@ const Finalizer = "oda.tmforum.org/odaflow"
 // silent when they match, so a restart re-drives nothing.
 const AnnotationObservedHash = "odaflow.oda.tmforum.org/observed-hash"
 
+// AnnotationStatusFence records on an object which workflow step wrote its
+// status last: "<run start, Unix ns>.<history length>". A status write from
+// an older step (a stale workflow task still running on a slow worker after
+// a newer one finished) must not overwrite a newer one; see
+// activities.StatusFence.
+const AnnotationStatusFence = "odaflow.oda.tmforum.org/status-fence"
+
 // AnnotationPrefix starts every annotation odaflow reads from a resource;
 // the workflows receive these (and no others) with each event.
 const AnnotationPrefix = "odaflow.oda.tmforum.org/"
@@ -57,11 +64,11 @@ const AnnotationSkipCleanup = AnnotationPrefix + "skip-cleanup"
 const AnnotationRotateCredentials = AnnotationPrefix + "rotate-credentials"
 
 // OdaflowAnnotations returns the annotations odaflow acts on, without the
-// observed-hash bookkeeping.
+// bookkeeping ones (observed hash, status fence).
 func OdaflowAnnotations(all map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range all {
-		if strings.HasPrefix(k, AnnotationPrefix) && k != AnnotationObservedHash {
+		if strings.HasPrefix(k, AnnotationPrefix) && k != AnnotationObservedHash && k != AnnotationStatusFence {
 			if out == nil {
 				out = map[string]string{}
 			}

@@ -63,6 +63,7 @@ func (f NamespaceFilter) Matches(ns string) bool {
 // about the desired state.
 var ignoredAnnotations = map[string]bool{
 	oda.AnnotationObservedHash:                         true,
+	oda.AnnotationStatusFence:                          true,
 	"kopf.zalando.org/last-handled-configuration":      true,
 	"kubectl.kubernetes.io/last-applied-configuration": true,
 }

@@ -57,9 +57,11 @@ type ComponentState struct {
 	Failures              int            `json:"failures,omitempty"`
 	// WrittenStatus is the hash of the last status written, so an unchanged
 	// status is never written twice.
-	WrittenStatus    string         `json:"writtenStatus,omitempty"`
-	DeploymentStatus string         `json:"deploymentStatus,omitempty"`
-	Condition        *oda.Condition `json:"condition,omitempty"`
+	WrittenStatus    string `json:"writtenStatus,omitempty"`
+	DeploymentStatus string `json:"deploymentStatus,omitempty"`
+	// StatusFence is the fence of the last status written (statusFence).
+	StatusFence string         `json:"statusFence,omitempty"`
+	Condition   *oda.Condition `json:"condition,omitempty"`
 	// Finalizers seen on the object, and whether it is being deleted.
 	Finalizers []string `json:"finalizers,omitempty"`
 	Deleting   bool     `json:"deleting,omitempty"`
@@ -531,9 +533,10 @@ func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) e
 	}
 	summary := "write status: " + phase
 	var kube *activities.Kube
+	fence := statusFence(ctx, c.st.StatusFence)
 	err := kubeCall(ctx, summary, kube.WriteStatus, activities.WriteStatusInput{
 		Ref: c.ref(), UID: c.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
-		Replace: c.st.WrittenStatus != "",
+		Replace: c.st.WrittenStatus != "", Fence: fence,
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver stayed unreachable past the retry budget; try again
@@ -543,6 +546,7 @@ func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) e
 		return nil
 	}
 	c.st.WrittenStatus = hash
+	c.st.StatusFence = fence.String()
 	c.st.DeploymentStatus = phase
 	c.st.Condition = &cond
 	return nil

@@ -32,6 +32,8 @@ type ResourceState struct {
 	Condition *oda.Condition `json:"condition,omitempty"`
 	Failure   *oda.Failure   `json:"failure,omitempty"`
 	Failures  int            `json:"failures,omitempty"`
+	// StatusFence is the fence of the last status written (statusFence).
+	StatusFence string `json:"statusFence,omitempty"`
 }
 
 // resourceKind is what one kind of resource adds to the shared loop.
@@ -234,8 +236,9 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 		event = &activities.Event{Type: "Normal", Reason: phase, Message: cond.Message}
 	}
 	var kube *activities.Kube
+	fence := statusFence(ctx, r.st.StatusFence)
 	err := kubeCall(ctx, "report "+phase, kube.WriteStatus, activities.WriteStatusInput{
-		Ref: r.ref, UID: r.st.UID, Status: status, ObservedHash: r.st.Hash, Event: event, Replace: r.st.Phase != "",
+		Ref: r.ref, UID: r.st.UID, Status: status, ObservedHash: r.st.Hash, Event: event, Replace: r.st.Phase != "", Fence: fence,
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver refused for minutes; try the whole step again later.
@@ -243,6 +246,15 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 		return
 	}
 	r.st.Phase, r.st.Condition, r.st.Failure = phase, &cond, failure
+	r.st.StatusFence = fence.String()
+}
+
+// statusFence is the fence of a status write this workflow task makes,
+// after the write last recorded (previous): see activities.StatusFence.
+// Both parts come from the workflow's history, so replay computes the same.
+func statusFence(ctx workflow.Context, previous string) *activities.StatusFence {
+	info := workflow.GetInfo(ctx)
+	return &activities.StatusFence{RunStart: info.WorkflowStartTime.UnixNano(), Seq: int64(info.GetCurrentHistoryLength()), Previous: previous}
 }
 
 // ensureFinalizer puts odaflow's finalizer on the resource before the first
