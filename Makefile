@@ -61,11 +61,10 @@ test: tools fmt-check vet contracts
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories
 
-## faults: the worker killed at each activity boundary of a full lifecycle
-## (kept out of make test while an open defect makes it fail about one run
-## in four; see README).
+## faults: the worker killed at each activity boundary of a full lifecycle,
+## alone (make test runs it with the rest of tests/integration).
 faults: tools
-	ODAFLOW_FAULT_KILL=1 $(GO) test -count=1 -v -run '^TestWorkerKilledAtEveryActivityBoundary$$' ./tests/integration/
+	$(GO) test -count=1 -v -run '^TestWorkerKilledAtEveryActivityBoundary$$' ./tests/integration/
 
 ## fuzz: each go test -fuzz target in turn for FUZZTIME (make test runs them
 ## for TEST_FUZZTIME each; FUZZTIME=10m for a real search). Each package's
