@@ -58,6 +58,9 @@ type ExposeInput struct {
 	Generation        int64          `json:"generation"`
 	PreviousCondition *oda.Condition `json:"previousCondition,omitempty"`
 	PreviousPhase     string         `json:"previousPhase,omitempty"`
+	// StatusFence orders this status write after the workflow's earlier
+	// ones (StatusFence).
+	StatusFence *StatusFence `json:"statusFence,omitempty"`
 }
 
 // ExposeResult is what the workflow keeps.
@@ -143,7 +146,7 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	}
 	err := e.Kube.WriteStatus(ctx, WriteStatusInput{
 		Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: in.API.Namespace, Name: in.API.Name}, UID: in.API.UID,
-		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: in.PreviousPhase != "",
+		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: in.PreviousPhase != "", Fence: in.StatusFence,
 	})
 	if err != nil {
 		return res, err

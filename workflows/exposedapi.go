@@ -45,13 +45,15 @@ type ExposedAPIState struct {
 	DoneHash string `json:"doneHash"`
 	SpecHash string `json:"specHash"`
 	// Applied are the gateway objects odaflow created for this API.
-	Applied    []activities.ObjectRef `json:"applied,omitempty"`
-	Failure    *oda.Failure           `json:"failure,omitempty"`
-	Failures   int                    `json:"failures,omitempty"`
-	Phase      string                 `json:"phase,omitempty"`
-	Condition  *oda.Condition         `json:"condition,omitempty"`
-	Finalizers []string               `json:"finalizers,omitempty"`
-	Deleting   bool                   `json:"deleting,omitempty"`
+	Applied   []activities.ObjectRef `json:"applied,omitempty"`
+	Failure   *oda.Failure           `json:"failure,omitempty"`
+	Failures  int                    `json:"failures,omitempty"`
+	Phase     string                 `json:"phase,omitempty"`
+	Condition *oda.Condition         `json:"condition,omitempty"`
+	// StatusFence is the fence of the last status written (statusFence).
+	StatusFence string   `json:"statusFence,omitempty"`
+	Finalizers  []string `json:"finalizers,omitempty"`
+	Deleting    bool     `json:"deleting,omitempty"`
 	// Annotations are odaflow's own (skip-cleanup).
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -224,6 +226,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	}
 	var res activities.ExposeResult
 	var exposure *activities.Exposure
+	in.StatusFence = statusFence(ctx, x.st.StatusFence)
 	err := kubeCall(ctx, summary, exposure.Expose, in).Get(ctx, &res)
 	if err != nil {
 		x.st.Failures++
@@ -255,6 +258,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	}
 	x.st.Phase = res.Phase
 	x.st.Condition = res.Condition
+	x.st.StatusFence = in.StatusFence.String()
 }
 
 // reportFailure writes a Failed status after the expose activity itself
@@ -267,13 +271,15 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 		ev = &activities.Event{Type: "Warning", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message}
 	}
 	var kube *activities.Kube
+	fence := statusFence(ctx, x.st.StatusFence)
 	err := kubeCall(ctx, "report failure", kube.WriteStatus, activities.WriteStatusInput{
-		Ref: x.ref(), UID: x.st.UID, Event: ev,
+		Ref: x.ref(), UID: x.st.UID, Event: ev, Fence: fence,
 		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{oda.ConditionMap(cond)}},
 	}).Get(ctx, nil)
 	if err == nil {
 		x.st.Phase = activities.PhaseFailed
 		x.st.Condition = &cond
+		x.st.StatusFence = fence.String()
 	}
 }
 

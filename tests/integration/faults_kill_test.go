@@ -65,7 +65,7 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		t.Fatalf("clean lifecycles: objects %v and %v, created twice %v %v", cleanKinds, kinds2, twice, twice2)
 	}
 	cleanKC := map[string]int{}
-	for k, n := range keycloakWrites(kcFrom) {
+	for k, n := range keycloakWrites(kcFrom, cleanNames...) {
 		if n%2 != 0 {
 			t.Fatalf("Keycloak %s: %d requests for the 2 clean lifecycles", k, n)
 		}
@@ -227,7 +227,11 @@ func TestWorkerKilledAtEveryActivityBoundary(t *testing.T) {
 		}
 	}
 	// Keycloak: exactly the clean lifecycle's writes, once per Component.
-	gotKC := keycloakWrites(kcFrom)
+	var crashNames []string
+	for _, ns := range namespaces {
+		crashNames = append(crashNames, names[ns])
+	}
+	gotKC := keycloakWrites(kcFrom, crashNames...)
 	for k, n := range cleanKC {
 		if gotKC[k] != n*len(namespaces) {
 			t.Errorf("Keycloak %s: %d requests for %d Components, the clean lifecycle makes %d", k, gotKC[k], len(namespaces), n)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -478,12 +479,16 @@ func (l *creationLog) objects(ns string) (perKind map[string]int, twice []string
 
 // keycloakWrites counts the Keycloak double's write requests (logins
 // aside) from index from on, by method, path shape (ids replaced) and
-// status.
-func keycloakWrites(from int) map[string]int {
+// status; with clients, only the requests about those clients (or their
+// service-account users).
+func keycloakWrites(from int, clients ...string) map[string]int {
 	out := map[string]int{}
 	for _, r := range stack.keycloak.Requests()[from:] {
 		if r.Method == "GET" || strings.HasSuffix(r.Path, "/protocol/openid-connect/token") {
 			continue // reads, and logins: each worker logs in once
+		}
+		if len(clients) > 0 && !slices.Contains(clients, r.ClientID) && !slices.Contains(clients, r.ServiceAccountOf) {
+			continue // another test's client (an earlier test's cleanup)
 		}
 		parts := strings.Split(r.Path, "/")
 		// /admin/realms/{realm}/clients/{id}/...: keep the words, not the ids.

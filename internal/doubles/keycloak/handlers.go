@@ -56,13 +56,14 @@ func (s *Server) handler() http.Handler {
 		s.mu.Unlock()
 		if code != 0 {
 			writeJSON(rec, code, map[string]any{"error": "unavailable"})
-		} else {
-			s.mu.Lock()
-			mux.ServeHTTP(rec, r)
-			s.mu.Unlock()
 		}
 		s.mu.Lock()
-		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status})
+		s.requestClient, s.requestServiceAccountOf = "", ""
+		if code == 0 {
+			mux.ServeHTTP(rec, r)
+		}
+		s.log = append(s.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Status: rec.status,
+			ClientID: s.requestClient, ServiceAccountOf: s.requestServiceAccountOf})
 		s.mu.Unlock()
 	})
 }
@@ -251,6 +252,7 @@ func (s *Server) createClient(w http.ResponseWriter, r *http.Request, rl *realm)
 	if !decode(w, r, &rep) {
 		return
 	}
+	s.requestClient, _ = rep["clientId"].(string)
 	c, err := rl.addClient(rep)
 	if errors.Is(err, errExists) {
 		id, _ := rep["clientId"].(string)
@@ -273,7 +275,9 @@ func (s *Server) client(w http.ResponseWriter, r *http.Request, rl *realm) *clie
 	c := rl.clients[r.PathValue("id")]
 	if c == nil {
 		errorBody(w, http.StatusNotFound, "Could not find client")
+		return nil
 	}
+	s.requestClient = c.clientID
 	return c
 }
 
@@ -436,7 +440,9 @@ func (s *Server) user(w http.ResponseWriter, r *http.Request, rl *realm) *user {
 	u := rl.users[r.PathValue("user")]
 	if u == nil {
 		errorBody(w, http.StatusNotFound, "User not found")
+		return nil
 	}
+	s.requestServiceAccountOf = u.saClientID
 	return u
 }
 

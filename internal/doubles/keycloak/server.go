@@ -63,17 +63,26 @@ type Request struct {
 	Path   string
 	Query  string
 	Status int
+	// ClientID is the clientId of the client the request created or
+	// addressed, and ServiceAccountOf the clientId whose service-account
+	// user it addressed, when it names them: tests that share the double
+	// count the requests about their own clients.
+	ClientID, ServiceAccountOf string
 }
 
 // Server is a running double.
 type Server struct {
-	mu            sync.Mutex
-	realms        map[string]*realm
-	tokens        map[string]*token
-	log           []Request
-	unavailable   int
-	tokenLifetime time.Duration
-	now           func() time.Time
+	mu     sync.Mutex
+	realms map[string]*realm
+	tokens map[string]*token
+	log    []Request
+	// requestClient and requestServiceAccountOf are what the request being
+	// served addresses (set under mu by the handlers, read into its log
+	// entry).
+	requestClient, requestServiceAccountOf string
+	unavailable                            int
+	tokenLifetime                          time.Duration
+	now                                    func() time.Time
 
 	addr string
 	srv  *http.Server
