@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -164,35 +165,36 @@ func (p *process) stop(grace time.Duration) error {
 	return nil
 }
 
-// freePort asks the kernel for a free TCP port on the loopback interface.
+// freePort is one port of freePorts.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
-// freePorts returns n distinct free ports (all listeners are held until every
-// port is chosen so the kernel does not hand out the same one twice).
+// freePorts returns n distinct ports between 20000 and 32767 that can be
+// bound on loopback now, tried in random order. A server is started on
+// them moments later, so they come from below the kernel's ephemeral range
+// (32768 and up): a port from that range, free when picked, can be taken
+// meanwhile by any outgoing connection of a process running alongside
+// (the test packages run in parallel), and the server then fails to bind.
 func freePorts(n int) ([]int, error) {
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	var ports []int
+	if n == 0 {
+		return nil, nil
 	}
-	return ports, nil
+	for _, p := range rand.Perm(32767 - 20000) {
+		port := 20000 + p
+		if portFree(port) == nil {
+			ports = append(ports, port)
+			if len(ports) == n {
+				return ports, nil
+			}
+		}
+	}
+	return nil, errors.New("no free ports between 20000 and 32767")
 }
 
 // portFree reports whether 127.0.0.1:port can be bound right now.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,14 +105,8 @@ func StartTemporalServer(ctx context.Context, o TemporalServerOptions) (t *Tempo
 	if err != nil {
 		return t, fmt.Errorf("localstack: picking free ports: %w", err)
 	}
-	// The SQL schema stores membership ports as smallint: the kernel's
-	// ephemeral ports (32768 and up) do not fit, so those four come from
-	// below.
-	low, err := freeLowPorts(4)
-	if err != nil {
-		return t, fmt.Errorf("localstack: picking membership ports: %w", err)
-	}
-	ports[1], ports[3], ports[5], ports[7] = low[0], low[1], low[2], low[3]
+	// The SQL schema stores membership ports as smallint, which the
+	// ports freePorts picks (below 32768) fit.
 	t.Address = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	cfgFile, dcFile := filepath.Join(dir, "config.yaml"), filepath.Join(dir, "dynamicconfig.yaml")
 	if err := os.WriteFile(dcFile, []byte(serverDynamicConfig()), 0o644); err != nil {
@@ -256,22 +249,6 @@ func serverDynamicConfig() string {
 	b.WriteString("system.namespaceCacheRefreshInterval:\n  - value: 1s\n")
 	b.WriteString("frontend.enableCancelWorkerPollsOnShutdown:\n  - value: true\n")
 	return b.String()
-}
-
-// freeLowPorts returns n distinct ports between 20000 and 32767 that can
-// be bound on loopback now, tried in random order.
-func freeLowPorts(n int) ([]int, error) {
-	var ports []int
-	for _, p := range rand.Perm(32767 - 20000) {
-		port := 20000 + p
-		if portFree(port) == nil {
-			ports = append(ports, port)
-			if len(ports) == n {
-				return ports, nil
-			}
-		}
-	}
-	return nil, errors.New("no free ports between 20000 and 32767")
 }
 
 func lastLines(b []byte, n int) string {
