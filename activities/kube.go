@@ -182,11 +182,12 @@ type Event struct {
 	Message string `json:"message"`
 }
 
-// WriteStatus merge-patches status (and the observed-hash annotation) onto
-// the object, with no resourceVersion: the patch touches only keys odaflow
-// owns, so it needs no optimistic lock and never fails with 409. Writing
-// through the main resource is required: these CRDs have no status
-// subresource.
+// WriteStatus patches status (and the observed-hash and status-fence
+// annotations) onto the object, with no resourceVersion: the patch touches
+// only keys odaflow owns, so it needs no optimistic lock. Only when the
+// object does not carry the fence the workflow expects does it read the
+// object and write with its resourceVersion (fencedMerge). Writing through
+// the main resource is required: these CRDs have no status subresource.
 func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	kind, ok := oda.KindByName(in.Ref.Kind)
 	if !ok {
@@ -300,6 +301,8 @@ func (k *Kube) fencedMerge(ctx context.Context, res dynamic.ResourceInterface, i
 			return err
 		}
 		if string(obj.GetUID()) != in.UID && in.UID != "" {
+			// Another object under the same name: the one this status is
+			// for is gone, which WriteStatus treats as deleted meanwhile.
 			return apierrors.NewNotFound(schema.GroupResource{Resource: in.Ref.Kind}, in.Ref.Name)
 		}
 		if !in.Fence.after(obj.GetAnnotations()[oda.AnnotationStatusFence]) {

@@ -17,8 +17,9 @@ import (
 // Why: an activity task can be lost between the server and a worker. A
 // worker that is stopping cancels its long polls, and a poll the server had
 // just answered with a task takes that task with it; the server has
-// recorded the activity as started and nobody runs it (Temporal servers
-// before 1.32, or without frontend.enableCancelWorkerPollsOnShutdown). A
+// recorded the activity as started and nobody runs it (on servers without
+// frontend.enableCancelWorkerPollsOnShutdown: the 1.29 dev server of the
+// local stack, or a 1.32 server where it is left off, its default). A
 // worker that crashes or loses its node leaves its running activities the
 // same way. Our activities are mostly single HTTP calls whose own timeouts
 // are tens of seconds, so their start-to-close timeouts are a minute; the
