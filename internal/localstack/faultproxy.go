@@ -44,6 +44,10 @@ type FaultRule struct {
 	// successful answer with the error: a write that took effect but was
 	// reported as failed, the case that tests idempotency.
 	AfterForward bool
+	// FirstAlways gives the error to the rule's first matching request
+	// whatever its share, so that a short run still sees every fault it
+	// asks for.
+	FirstAlways bool
 }
 
 func (r FaultRule) matches(verb string) bool {
@@ -75,6 +79,7 @@ type FaultProxy struct {
 
 	mu        sync.Mutex
 	rules     []FaultRule
+	fired     []bool // by rule index
 	rnd       *mrand.Rand
 	injected  map[string]int
 	forwarded int
@@ -154,6 +159,7 @@ func (p *FaultProxy) SetRules(rules ...FaultRule) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = append([]FaultRule(nil), rules...)
+	p.fired = make([]bool, len(rules))
 }
 
 // Injected returns the errors injected so far by "<code> <verb>", e.g.
@@ -201,8 +207,9 @@ func (p *FaultProxy) Close() {
 func (p *FaultProxy) pick(verb string) (FaultRule, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, r := range p.rules {
-		if r.matches(verb) && p.rnd.Float64() < r.Share {
+	for i, r := range p.rules {
+		if r.matches(verb) && ((r.FirstAlways && !p.fired[i]) || p.rnd.Float64() < r.Share) {
+			p.fired[i] = true
 			if !r.AfterForward {
 				p.injected[fmt.Sprintf("%d %s", r.Code, verb)]++
 			}

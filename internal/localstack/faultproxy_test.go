@@ -227,3 +227,31 @@ func TestSplitKubePath(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultProxyFirstAlways: a rule marked FirstAlways fires on its first
+// matching request even at a share that would almost never fire, then
+// keeps its share.
+func TestFaultProxyFirstAlways(t *testing.T) {
+	p := &FaultProxy{injected: map[string]int{}}
+	p.rnd = mrand.New(mrand.NewPCG(1, 2))
+	p.SetRules(
+		FaultRule{Verbs: []string{"PATCH"}, Code: 409, Share: 0.0001, FirstAlways: true},
+		FaultRule{Code: 503, Share: 0.0001, FirstAlways: true},
+		FaultRule{Verbs: []string{"PATCH"}, Code: 500, Share: 0.0001},
+	)
+	if r, hit := p.pick("GET"); !hit || r.Code != 503 {
+		t.Errorf("first GET: %v %v, want the 503 rule", r, hit)
+	}
+	if r, hit := p.pick("PATCH"); !hit || r.Code != 409 {
+		t.Errorf("first PATCH: %v %v, want the 409 rule", r, hit)
+	}
+	hits := 0
+	for range 1000 {
+		if _, hit := p.pick("PATCH"); hit {
+			hits++
+		}
+	}
+	if hits > 5 {
+		t.Errorf("%d of 1000 PATCHes hit after the first: FirstAlways fired more than once", hits)
+	}
+}

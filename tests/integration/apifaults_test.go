@@ -76,13 +76,15 @@ func startProxyStack(t *testing.T) *proxyStack {
 
 // apiFaults is about a quarter of the apiserver requests failing: 409s
 // (AlreadyExists on create, Conflict otherwise), 500s before and after the
-// write took effect, and 503s with Retry-After.
+// write took effect, and 503s with Retry-After. Each of the write faults
+// and the 503 hits its first matching request: the lifecycle converges in
+// about 150 requests, few enough for a 5% share to miss altogether.
 var apiFaults = []localstack.FaultRule{
-	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 409, Share: 0.10},
-	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 500, Share: 0.05, AfterForward: true},
-	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 500, Share: 0.05},
+	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 409, Share: 0.10, FirstAlways: true},
+	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 500, Share: 0.05, AfterForward: true, FirstAlways: true},
+	{Verbs: []string{"POST", "PUT", "PATCH", "DELETE"}, Code: 500, Share: 0.05, FirstAlways: true},
 	{Verbs: []string{"GET"}, Code: 500, Share: 0.05},
-	{Code: 503, Share: 0.05},
+	{Code: 503, Share: 0.05, FirstAlways: true},
 }
 
 // childLog counts, from a watch on the real apiserver (not through the
