@@ -185,7 +185,7 @@ func TestAPIServerFaultsInjected(t *testing.T) {
 	for i := range n {
 		name := fmt.Sprintf("px%d-productcatalogmanagement", i)
 		names = append(names, name)
-		cluster().LogLifecycleOnFailure(t, ns, name)
+		cluster().LogLifecycle(t, ns, name)
 		create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
 	}
 	for _, name := range names {

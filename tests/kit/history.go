@@ -65,10 +65,10 @@ func WriteHistory(ctx context.Context, w io.Writer, tc client.Client, id string)
 	}
 }
 
-// LogLifecycleOnFailure logs, when the test fails (or always, with
-// ODAFLOW_LOG_LIFECYCLES set), the histories of a Component's workflow and
-// of its IdentityConfig's.
-func (c *Cluster) LogLifecycleOnFailure(t *testing.T, ns, name string) {
+// LogLifecycle logs, at the end of the test, the histories of a Component's
+// workflow and of its IdentityConfig's: when the test fails, or always with
+// ODAFLOW_LOG_LIFECYCLES set.
+func (c *Cluster) LogLifecycle(t *testing.T, ns, name string) {
 	t.Helper()
 	t.Cleanup(func() {
 		if !t.Failed() && os.Getenv("ODAFLOW_LOG_LIFECYCLES") == "" {

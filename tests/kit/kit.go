@@ -211,7 +211,7 @@ const ExposedAPIsPerComponent = 4
 func (c *Cluster) StartHalfWay(t *testing.T, ns, name string) []string {
 	t.Helper()
 	c.CreateNamespace(t, ns)
-	c.LogLifecycleOnFailure(t, ns, name)
+	c.LogLifecycle(t, ns, name)
 	c.EnsureIngress(t)
 	c.SetIngressAddress(t, "")
 	for _, svc := range FaultImplementations {
