@@ -210,11 +210,7 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 			return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		force := true
-		var out *unstructured.Unstructured
-		err = retryTransient(ctx, func() (err error) {
-			out, err = ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
-			return err
-		})
+		out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
 		if err != nil {
 			return nil, kubeError(fmt.Sprintf("apply %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), err)
 		}
@@ -252,24 +248,9 @@ func (e *Exposure) exposeKongAdmin(ctx context.Context, api gateway.API) error {
 	return err
 }
 
-// ensureFinalizer adds odaflow's finalizer with its own field manager: a
-// server-side apply of a set-typed list adds the entry and leaves other
-// controllers' finalizers alone.
+// ensureFinalizer adds odaflow's finalizer to the ExposedAPI.
 func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) error {
-	body, _ := json.Marshal(map[string]any{
-		"apiVersion": oda.APIVersion, "kind": oda.KindExposedAPI.Name,
-		"metadata": map[string]any{"name": api.Name, "namespace": api.Namespace, "uid": api.UID, "finalizers": []string{oda.Finalizer}},
-	})
-	force := true
-	err := retryTransient(ctx, func() error {
-		_, err := e.Kube.Dynamic.Resource(oda.KindExposedAPI.GVR()).Namespace(api.Namespace).Patch(ctx, api.Name, types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
-		return err
-	})
-	if err != nil {
-		return kubeError("add finalizer to ExposedAPI "+api.Namespace+"/"+api.Name, err)
-	}
-	return nil
+	return e.Kube.EnsureFinalizer(ctx, EnsureFinalizerInput{Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: api.Namespace, Name: api.Name}, UID: api.UID})
 }
 
 func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map[string]bool) error {

@@ -66,6 +66,7 @@ func RESTConfig(c config.Common) (*rest.Config, error) {
 		cfg.QPS, cfg.Burst = 500, 1000
 	}
 	cfg.UserAgent = "odaflow"
+	cfg.Wrap(RetryTransient)
 	return cfg, nil
 }
 
