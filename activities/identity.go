@@ -12,6 +12,7 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -270,6 +271,12 @@ type EnsureCredentialsInput struct {
 	ClientID string  `json:"clientId"`
 	// Rotate is the rotate-credentials annotation's value ("" for none).
 	Rotate string `json:"rotate,omitempty"`
+	// Fresh says this lifecycle has not provisioned the identity before:
+	// with no rotation asked for, there is nothing in an existing Secret to
+	// keep (odaflow's rotated-for annotation only follows a rotation), so
+	// the Secret is applied without reading it first, one request instead
+	// of two on every install.
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 // EnsureCredentialsResult says what happened, never the secret itself.
@@ -300,12 +307,15 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 		return res, temporal.NewApplicationError("Keycloak client "+in.ClientID+" does not exist yet", ErrTypeKeycloakUnavailable)
 	}
 	secrets := a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace)
-	current, err := secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		current, err = nil, nil
-	}
-	if err != nil {
-		return res, kubeError("read Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+	var current *corev1.Secret
+	if !in.Fresh || in.Rotate != "" {
+		current, err = secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			current, err = nil, nil
+		}
+		if err != nil {
+			return res, kubeError("read Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+		}
 	}
 	handled := ""
 	if current != nil {
@@ -345,11 +355,7 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	if rotatedFor != "" {
 		ac.WithAnnotations(map[string]string{AnnotationRotatedFor: rotatedFor})
 	}
-	err = retryTransient(ctx, func() error {
-		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true})
-		return err
-	})
-	if err != nil {
+	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true}); err != nil {
 		// The apiserver's error names the object, never the data.
 		return res, kubeError("write Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
 	}
@@ -418,7 +424,15 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 		return kc, token, nil
 	}
 	ref := cfg.AdminSecretNamespace + "/" + cfg.AdminSecretName
-	s, err := a.Kube.Core.CoreV1().Secrets(cfg.AdminSecretNamespace).Get(ctx, cfg.AdminSecretName, metav1.GetOptions{})
+	// Read through an apiserver restart: the identity activities' retry
+	// budget is sized for Keycloak (a quarter of a minute, so that a
+	// Keycloak outage shows in the status soon), and would otherwise park
+	// the IdentityConfig as Failed over a kube-apiserver that is back in 15 s.
+	var s *corev1.Secret
+	err := throughOutage(ctx, func() (err error) {
+		s, err = a.Kube.Core.CoreV1().Secrets(cfg.AdminSecretNamespace).Get(ctx, cfg.AdminSecretName, metav1.GetOptions{})
+		return err
+	})
 	if apierrors.IsNotFound(err) {
 		return nil, "", temporal.NewNonRetryableApplicationError("the Keycloak admin Secret "+ref+" does not exist", ErrTypeKeycloakMisconfigured, nil)
 	}

@@ -13,8 +13,11 @@ import (
 	"github.com/Nerzal/gocloak/v13"
 	"go.temporal.io/sdk/temporal"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/odaflow/odaflow/identity"
 	kcdouble "github.com/odaflow/odaflow/internal/doubles/keycloak"
@@ -303,5 +306,90 @@ func assertAppError(t *testing.T, err error, typ string, nonRetryable bool) {
 	}
 	if appErr.Type() != typ || appErr.NonRetryable() != nonRetryable {
 		t.Fatalf("error type %s non-retryable %v, want %s %v: %v", appErr.Type(), appErr.NonRetryable(), typ, nonRetryable, err)
+	}
+}
+
+// A kube-apiserver restart while an IdentityConfig is reconciled: the admin
+// Secret read waits for the apiserver instead of spending the identity
+// activities' Keycloak-sized retry budget, and a missing Secret is final at
+// once.
+func TestAdminSecretIsReadThroughAnAPIServerRestart(t *testing.T) {
+	ctx := context.Background()
+	in := EnsureIdentityInput{Ref: icRef("pc"), Desired: identity.Desired{ClientID: "pc", CanvasSystemRole: "Admin", Roles: []identity.Role{{Name: "Admin"}}}}
+	a, _, core := newIdentityFixture(t, identityAdminPassword)
+	reads := 0
+	core.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reads++
+		switch reads {
+		case 1:
+			return true, nil, errors.New(`Get "https://127.0.0.1:6443/api/v1/namespaces/canvas/secrets/keycloak-admin": dial tcp 127.0.0.1:6443: connect: connection refused`)
+		case 2:
+			return true, nil, apierrors.NewServiceUnavailable("the apiserver is starting")
+		}
+		return false, nil, nil
+	})
+	if _, err := a.EnsureIdentity(ctx, in); err != nil {
+		t.Fatalf("EnsureIdentity through a restart: %v", err)
+	}
+	if reads != 3 {
+		t.Errorf("%d reads of the admin Secret, want 3 (two during the restart)", reads)
+	}
+
+	a, _, core = newIdentityFixture(t, identityAdminPassword)
+	a.Config.AdminSecretName = "missing"
+	reads = 0
+	core.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reads++
+		return false, nil, nil
+	})
+	_, err := a.EnsureIdentity(ctx, in)
+	assertAppError(t, err, ErrTypeKeycloakMisconfigured, true)
+	if reads != 1 {
+		t.Errorf("%d reads of a missing admin Secret, want 1: a 404 is not an outage", reads)
+	}
+}
+
+// On a first install (Fresh, no rotation asked for) the credentials Secret
+// is applied without being read; repeating it (a retried attempt whose
+// write landed) leaves the same Secret. With a rotation asked for, it is
+// read first, since the rotated-for annotation decides the rotation.
+func TestEnsureCredentialsOnAFreshInstallWritesWithoutReading(t *testing.T) {
+	a, kc, core := newIdentityFixture(t, identityAdminPassword)
+	ctx := context.Background()
+	if _, err := a.EnsureIdentity(ctx, EnsureIdentityInput{Ref: icRef("pc"), Desired: desired(t, "pc", map[string]any{"canvasSystemRole": "Admin"})}); err != nil {
+		t.Fatal(err)
+	}
+	secretRequests := func() []string {
+		var verbs []string
+		for _, act := range core.Actions() {
+			if act.GetNamespace() == "components" && act.GetResource().Resource == "secrets" {
+				verbs = append(verbs, act.GetVerb())
+			}
+		}
+		core.ClearActions()
+		return verbs
+	}
+	in := EnsureCredentialsInput{Ref: icRef("pc"), UID: "ic-uid", ClientID: "pc", Fresh: true}
+	for _, attempt := range []string{"first", "repeated"} {
+		res, err := a.EnsureCredentials(ctx, in)
+		if err != nil || !res.Written {
+			t.Fatalf("%s: %+v %v", attempt, res, err)
+		}
+		if got := secretRequests(); len(got) != 1 || got[0] != "patch" {
+			t.Errorf("%s: Secret requests %v, want one apply", attempt, got)
+		}
+		s, err := core.CoreV1().Secrets("components").Get(ctx, "pc-secret", metav1.GetOptions{})
+		want, _ := kc.ClientSecret("odari", "pc")
+		if err != nil || string(s.Data["client_secret"]) != want || string(s.Data["client_id"]) != "pc" {
+			t.Fatalf("%s: Secret %v, err %v", attempt, s.Data["client_id"], err)
+		}
+		core.ClearActions()
+	}
+	in.Rotate = "2026-01-01"
+	if res, err := a.EnsureCredentials(ctx, in); err != nil || !res.Rotated {
+		t.Fatalf("rotation: %+v %v", res, err)
+	}
+	if got := secretRequests(); len(got) != 2 || got[0] != "get" {
+		t.Errorf("a rotation made Secret requests %v, want a read, then the apply", got)
 	}
 }

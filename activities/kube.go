@@ -6,8 +6,10 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/odaflow/odaflow/oda"
 )
@@ -82,22 +85,14 @@ func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyC
 		}
 		force := true
 		res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Owner.Namespace)
-		var applied *unstructured.Unstructured
-		err = retryTransient(ctx, func() (err error) {
-			applied, err = res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
-			return err
-		})
+		applied, err := res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
 		if err != nil {
 			return out, kubeError(fmt.Sprintf("apply %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
 		}
 		status, _, _ := unstructured.NestedMap(applied.Object, "status")
 		if c.InitialStatus != nil && kind.HasStatusSubresource && len(status) == 0 {
 			patch, _ := json.Marshal(map[string]any{"status": c.InitialStatus})
-			err := retryTransient(ctx, func() error {
-				_, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status")
-				return err
-			})
-			if err != nil {
+			if _, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status"); err != nil {
 				return out, kubeError(fmt.Sprintf("initialise status of %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
 			}
 			status = c.InitialStatus
@@ -110,9 +105,7 @@ func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyC
 			continue
 		}
 		bg := metav1.DeletePropagationBackground
-		err := retryTransient(ctx, func() error {
-			return k.Dynamic.Resource(kind.GVR()).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
-		})
+		err := k.Dynamic.Resource(kind.GVR()).Namespace(ref.Namespace).Delete(ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return out, kubeError("delete "+ref.String(), err)
 		}
@@ -257,10 +250,8 @@ func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, i
 	if err != nil {
 		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
 	}
-	return retryTransient(ctx, func() error {
-		_, err := res.Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
-		return err
-	})
+	_, err = res.Patch(ctx, in.Ref.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	return err
 }
 
 // replaceStatus sets every status key odaflow owns with JSON patch "add"
@@ -285,17 +276,17 @@ func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface,
 	if err != nil {
 		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
 	}
-	return retryTransient(ctx, func() error {
-		_, err := res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
-		return err
-	})
+	_, err = res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	return err
 }
 
 // fencedMerge writes the status unless the object carries the fence of a
 // newer step (superseded), with the object's resourceVersion so that no
 // write slips in between the read and the write.
 func (k *Kube) fencedMerge(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput) (superseded bool, err error) {
-	err = retryTransient(ctx, func() error {
+	// A conflict means the object changed between the read and the write:
+	// read it again.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		obj, err := res.Get(ctx, in.Ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -393,38 +384,38 @@ func (k *Kube) RemoveFinalizers(ctx context.Context, in RemoveFinalizersInput) e
 	return nil
 }
 
-// transientBackoff spaces the quick repeats of one apiserver request:
-// 20, 40 and 80 ms, a blip's length. A longer outage is left to the
-// activity's retry policy, which backs off for minutes.
-var transientBackoff = wait.Backoff{Duration: 20 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 4}
+// apiserverOutage spaces an activity's repeats of a read it cannot do
+// without while the apiserver restarts: 0.5, 1, 2, 4, 8, 8 and 8 s, about
+// half a minute (the liveness heartbeats keep the activity alive meanwhile).
+var apiserverOutage = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 8, Cap: 8 * time.Second}
 
-// retryTransient runs an idempotent apiserver request (an apply, a patch, a
-// delete) again, at once, when the apiserver answers with a transient
-// failure: an optimistic-concurrency conflict, an internal error, a
-// timeout, throttling or unavailability. An activity writes several
-// objects; without this, one failed request in ten fails the whole attempt
-// and every write is repeated on the next, so at a few percent of failed
-// requests a lifecycle could spend its whole retry budget and park as
-// Failed. Never for a create that is not idempotent (an Event).
-func retryTransient(ctx context.Context, request func() error) error {
+// throughOutage repeats a read while the apiserver cannot answer
+// (unreachable, 5xx, 429), and returns the last error if it stays so. Any
+// other answer, a 404 included, is final.
+func throughOutage(ctx context.Context, read func() error) error {
 	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, transientBackoff, func(context.Context) (bool, error) {
-		last = request()
-		if last != nil && transientAPIError(last) {
-			return false, nil
-		}
-		return true, last
+	err := wait.ExponentialBackoffWithContext(ctx, apiserverOutage, func(context.Context) (bool, error) {
+		last = read()
+		return last == nil || !apiserverUnavailable(last), nil
 	})
-	if wait.Interrupted(err) && last != nil {
-		return last
+	if err != nil && last == nil {
+		return err
 	}
-	return err
+	return last
 }
 
-func transientAPIError(err error) bool {
-	return apierrors.IsConflict(err) || apierrors.IsInternalError(err) || apierrors.IsServerTimeout(err) ||
-		apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServiceUnavailable(err) ||
-		apierrors.IsUnexpectedServerError(err)
+// apiserverUnavailable: no answer at all (a refused connection, a reset, a
+// TLS handshake cut short), or an answer that says "not now".
+func apiserverUnavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code >= 500 || code == http.StatusTooManyRequests
+	}
+	return true
 }
 
 // kubeError wraps an apiserver error for Temporal: content errors (422, 400)
@@ -516,11 +507,8 @@ func (k *Kube) EnsureFinalizer(ctx context.Context, in EnsureFinalizerInput) err
 		return fmt.Errorf("encode finalizer apply: %w", err)
 	}
 	force := true
-	err = retryTransient(ctx, func() error {
-		_, err := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
-			metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
-		return err
-	})
+	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
+		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
 	if err != nil {
 		return kubeError("add finalizer to "+in.Ref.String(), err)
 	}

@@ -82,6 +82,7 @@ const defaultHistoryLimit = 10000
 // ends when the Component is deleted. Children are garbage-collected through
 // their owner references.
 func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
+	ctx = withBaseline(ctx)
 	c := &component{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit}
 	if c.historyLimit == 0 {
 		c.historyLimit = defaultHistoryLimit
@@ -334,7 +335,7 @@ func (c *component) shouldSettle(ctx workflow.Context) bool {
 	if c.settle != nil {
 		return true // already waiting for the siblings
 	}
-	if workflow.GetVersion(ctx, changeSettle, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !changed(ctx, changeSettle) {
 		return false
 	}
 	c.settling = true
@@ -375,7 +376,7 @@ const changeGatewayLimits = "gateway-limits"
 
 func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	desired, errs := oda.DesiredChildren(c.name, c.st.Spec)
-	if len(errs) == 0 && workflow.GetVersion(ctx, changeGatewayLimits, workflow.DefaultVersion, 1) >= 1 {
+	if len(errs) == 0 && changed(ctx, changeGatewayLimits) {
 		errs = oda.GatewayProblems(desired)
 	}
 	if len(errs) > 0 {
@@ -441,7 +442,7 @@ const changeReleaseChildFinalizers = "release-child-kopf-finalizers"
 // collector's deletion of those children would hang once the Python
 // operators are gone. Children with their own workflow release it there.
 func (c *component) releaseChildFinalizers(ctx workflow.Context) {
-	if workflow.GetVersion(ctx, changeReleaseChildFinalizers, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !changed(ctx, changeReleaseChildFinalizers) {
 		return
 	}
 	var kube *activities.Kube

@@ -346,6 +346,7 @@ func TestComponentGatewayLimitsAreVersioned(t *testing.T) {
 		{workflow.DefaultVersion, 1, oda.StatusCompCon},
 	} {
 		env, f := newEnv(t)
+		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 		env.OnGetVersion(changeGatewayLimits, workflow.DefaultVersion, 1).Return(tc.version)
 		spec := productCatalogSpec()
 		spec["coreFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["path"] = "/"

@@ -70,6 +70,7 @@ const changeRetryWaits = "expose-retry-waits-for-backoff"
 // removing what owner references cannot (gateway objects in another
 // namespace).
 func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
+	ctx = withBaseline(ctx)
 	x := &exposedAPI{ns: in.Namespace, name: in.Name}
 	if in.State != nil {
 		x.st = *in.State
@@ -209,7 +210,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	path, _ := x.st.Spec["path"].(string)
 	if _, err := gateway.ParseSpec(x.st.Spec); err != nil {
 		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
-	} else if problem := oda.ExposedPathProblem(path); problem != "" && workflow.GetVersion(ctx, changeGatewayLimits, workflow.DefaultVersion, 1) >= 1 {
+	} else if problem := oda.ExposedPathProblem(path); problem != "" && changed(ctx, changeGatewayLimits) {
 		// An ExposedAPI made by hand gets the same path rule as one made
 		// from a Component.
 		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
@@ -242,7 +243,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 		// workflow waits, so a gateway that keeps failing costs one attempt
 		// per backoff step, not a busy loop.
 		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if workflow.GetVersion(ctx, changeRetryWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if !changed(ctx, changeRetryWaits) {
 			x.st.DoneHash = "" // the first release retried at once
 		}
 		x.reportFailure(ctx)
@@ -289,7 +290,7 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 	// Since changeBlockedDeletion a deletion the gateway keeps refusing is
 	// reported on the object after maxCleanupFailures attempts, and the
 	// skip-cleanup annotation releases it without cleaning up.
-	blockedVisible := workflow.GetVersion(ctx, changeBlockedDeletion, workflow.DefaultVersion, 1) == 1
+	blockedVisible := changed(ctx, changeBlockedDeletion)
 	if blockedVisible && x.released {
 		return // a backoff timer from before the release fired; nothing left to do
 	}
@@ -308,7 +309,7 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 		x.st.Failure = &oda.Failure{Reason: "CleanupFailed", Message: "could not remove gateway objects: " + rootMessage(err)}
 		x.st.Failures++
 		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if workflow.GetVersion(ctx, changeRetryWaits, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		if !changed(ctx, changeRetryWaits) {
 			x.st.DoneHash = ""
 		}
 		if blockedVisible && x.st.Failures >= maxCleanupFailures {

@@ -90,6 +90,7 @@ const (
 // before releasing the finalizer, with skip-cleanup as the way out when
 // Keycloak stays unreachable.
 func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error {
+	ctx = withBaseline(ctx)
 	x := &identityConfig{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, interval: in.CheckInterval, searchAttributes: in.SearchAttributes}
 	if x.interval <= 0 {
 		x.interval = DefaultIdentityCheckInterval
@@ -103,7 +104,7 @@ func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error 
 	}
 	// Decided once per run, before any command, so the whole run follows
 	// one branch.
-	x.version = workflow.GetVersion(ctx, changeHubListener, workflow.DefaultVersion, 1)
+	x.version = versionOf(ctx, changeHubListener)
 	x.roleEvents = workflow.GetSignalChannel(ctx, identity.SignalRoleEvent)
 	x.loop.vis = newVisibility(ctx, in.SearchAttributes)
 	return x.loop.run(ctx, x, in.Pending)
@@ -241,6 +242,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		x.fail(ctx, r, &oda.Failure{Reason: "FinalizerFailed", Message: "could not add the finalizer: " + rootMessage(err)})
 		return
 	}
+	fresh := !x.st.Provisioned
 	x.st.Provisioned = true
 	summary := fmt.Sprintf("ensure Keycloak client %s: %d roles", x.name, len(d.Roles))
 	if drift {
@@ -259,7 +261,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
 	var creds activities.EnsureCredentialsResult
 	err = workflow.ExecuteActivity(credentialsOptions(ctx, "credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
-		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate,
+		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate, Fresh: fresh,
 	}).Get(ctx, &creds)
 	if err != nil {
 		x.fail(ctx, r, keycloakFailure("could not write the credentials Secret", err))
@@ -282,7 +284,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	case hubErr == nil:
 		r.succeeded()
 	case hubErr.Reason == activities.ErrTypeListenerMisconfigured &&
-		workflow.GetVersion(ctx, changeListenerNotConfigured, workflow.DefaultVersion, 1) >= 1:
+		changed(ctx, changeListenerNotConfigured):
 		// A worker run without a listener is a setting, not an outage:
 		// retrying on a backoff cannot change it, and across thousands of
 		// IdentityConfigs the retries were a steady stream of failing

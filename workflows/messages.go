@@ -140,7 +140,7 @@ const changeLocalKube = "local-kube-activities"
 
 // kubeCall runs one apiserver activity.
 func kubeCall(ctx workflow.Context, summary string, activity any, args ...any) workflow.Future {
-	if workflow.GetVersion(ctx, changeLocalKube, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !changed(ctx, changeLocalKube) {
 		return workflow.ExecuteActivity(kubeActivityOptions(ctx, summary), activity, args...)
 	}
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{

@@ -92,11 +92,12 @@ const (
 // deletion is reported as CleanupBlocked, and the skip-cleanup annotation
 // releases it.
 func SecretsManagementWorkflow(ctx workflow.Context, in SecretsManagementInput) error {
+	ctx = withBaseline(ctx)
 	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes, interval: in.CheckInterval}
 	if s.interval <= 0 {
 		s.interval = DefaultSecretsCheckInterval
 	}
-	s.driftChecks = workflow.GetVersion(ctx, changeSecretsDriftCheck, workflow.DefaultVersion, 1) >= 1
+	s.driftChecks = changed(ctx, changeSecretsDriftCheck)
 	if in.State != nil {
 		s.st = *in.State
 	}

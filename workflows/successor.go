@@ -47,7 +47,7 @@ func (s *successor) resolve(ctx workflow.Context, next *ResourceEvent) *Resource
 	}
 	latest, deleted := s.latest, s.deleted
 	s.latest, s.deleted = nil, ""
-	if workflow.GetVersion(ctx, changeSuccessorEvents, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !changed(ctx, changeSuccessorEvents) {
 		return next
 	}
 	if latest != nil {

@@ -54,7 +54,7 @@ type visibility struct {
 // the recorded version only, so a replay takes the same branch.
 func newVisibility(ctx workflow.Context, on bool) *visibility {
 	v := &visibility{}
-	if !on || workflow.GetVersion(ctx, changeSearchAttributes, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	if !on || !changed(ctx, changeSearchAttributes) {
 		return v
 	}
 	v.on = true
