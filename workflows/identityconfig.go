@@ -176,8 +176,8 @@ func (x *identityConfig) continueAsNew(ctx workflow.Context, r *resourceLoop, pe
 // reason in the status. Refusals (wrong admin credentials, a missing realm)
 // are not retried at all: repeating a wrong password only risks locking
 // the admin account.
-func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
-	return identityActivityOptions(ctx, summary, 4)
+func keycloakOptions(summary string) workflow.ActivityOptions {
+	return identityActivityOptions(summary, 4)
 }
 
 // credentialsOptions: writing the credentials Secret reads the client's
@@ -186,12 +186,12 @@ func keycloakOptions(ctx workflow.Context, summary string) workflow.Context {
 // apiserver activities' (about two minutes): an apiserver restart must not
 // mark the identity Failed and park it for the workflow's one-minute
 // backoff when the apiserver is back after fifteen seconds.
-func credentialsOptions(ctx workflow.Context, summary string) workflow.Context {
-	return identityActivityOptions(ctx, summary, 8)
+func credentialsOptions(summary string) workflow.ActivityOptions {
+	return identityActivityOptions(summary, 8)
 }
 
-func identityActivityOptions(ctx workflow.Context, summary string, attempts int32) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+func identityActivityOptions(summary string, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
@@ -205,7 +205,31 @@ func identityActivityOptions(ctx workflow.Context, summary string, attempts int3
 				activities.ErrTypeKeycloakRejected, ErrTypeInvalid,
 			},
 		},
-	})
+	}
+}
+
+// changeLocalIdentity is the workflow change that runs the identity
+// activities (Keycloak, the credentials Secret, the hubs) as local
+// activities. Each is an HTTP call or two that answers in milliseconds; as
+// a remote activity it cost three history events, an activity task and a
+// workflow task of its own, which made the IdentityConfig the largest
+// share of a Component's Temporal work. Runs recorded before it keep the
+// remote activities.
+const changeLocalIdentity = "local-identity-activities"
+
+// identityCall runs one identity activity with the timeouts and retry
+// policy of opts. A local activity retries within the workflow task while
+// the backoff is shorter than the task's timeout, and on a timer after
+// that; the heartbeat timeout only applies to the remote form.
+func identityCall(ctx workflow.Context, opts workflow.ActivityOptions, activity any, args ...any) workflow.Future {
+	if !changed(ctx, changeLocalIdentity) {
+		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, args...)
+	}
+	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: opts.StartToCloseTimeout,
+		Summary:             opts.Summary,
+		RetryPolicy:         opts.RetryPolicy,
+	}), activity, args...)
 }
 
 func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
@@ -226,7 +250,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 				x.unregisterHubs(ctx, r, append([]activities.HubSubscription(nil), x.st.Hubs...))
 			}
 			var id *activities.Identity
-			return workflow.ExecuteActivity(keycloakOptions(ctx, "delete Keycloak client "+x.name), id.DeleteIdentity,
+			return identityCall(ctx, keycloakOptions("delete Keycloak client "+x.name), id.DeleteIdentity,
 				activities.DeleteIdentityInput{Ref: x.ref(), ClientID: x.name}).Get(ctx, nil)
 		})
 		return
@@ -250,7 +274,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	}
 	var id *activities.Identity
 	var res activities.EnsureIdentityResult
-	err = workflow.ExecuteActivity(keycloakOptions(ctx, summary), id.EnsureIdentity, activities.EnsureIdentityInput{
+	err = identityCall(ctx, keycloakOptions(summary), id.EnsureIdentity, activities.EnsureIdentityInput{
 		Ref: x.ref(), Desired: d, PreviousRoles: x.st.Roles,
 	}).Get(ctx, &res)
 	if err != nil {
@@ -260,7 +284,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	x.st.Roles = identity.RoleNames(d.Roles)
 	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
 	var creds activities.EnsureCredentialsResult
-	err = workflow.ExecuteActivity(credentialsOptions(ctx, "credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
+	err = identityCall(ctx, credentialsOptions("credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
 		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate, Fresh: fresh,
 	}).Get(ctx, &creds)
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 // for about half a minute before the workflow's backoff takes over with the
 // reason in the status. A refusal (4xx) or a worker without a listener is
 // not retried.
-func hubOptions(ctx workflow.Context, summary string, attempts int32) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+func hubOptions(summary string, attempts int32) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		HeartbeatTimeout:    lostActivityTimeout,
 		Summary:             summary,
@@ -30,7 +30,7 @@ func hubOptions(ctx workflow.Context, summary string, attempts int32) workflow.C
 			MaximumAttempts:        attempts,
 			NonRetryableErrorTypes: []string{activities.ErrTypeHubRejected, activities.ErrTypeListenerMisconfigured},
 		},
-	})
+	}
 }
 
 // Attempts of one hub activity: registering, and unregistering on the way
@@ -70,7 +70,7 @@ func (x *identityConfig) syncHubs(ctx workflow.Context, r *resourceLoop, hubs []
 			summary = "check the hub subscription at " + h.URL
 		}
 		var res activities.RegisterHubResult
-		if err := workflow.ExecuteActivity(hubOptions(ctx, summary, hubRegisterAttempts), id.RegisterHub, activities.RegisterHubInput{
+		if err := identityCall(ctx, hubOptions(summary, hubRegisterAttempts), id.RegisterHub, activities.RegisterHubInput{
 			Ref: x.ref(), Hub: h, Existing: ex,
 		}).Get(ctx, &res); err != nil {
 			return err
@@ -95,7 +95,7 @@ func (x *identityConfig) syncHubs(ctx workflow.Context, r *resourceLoop, hubs []
 func (x *identityConfig) unregisterHubs(ctx workflow.Context, r *resourceLoop, subs []activities.HubSubscription) {
 	var id *activities.Identity
 	for _, s := range subs {
-		err := workflow.ExecuteActivity(hubOptions(ctx, "unregister the identity listener from hub "+s.HubURL, hubUnregisterAttempts), id.UnregisterHub,
+		err := identityCall(ctx, hubOptions("unregister the identity listener from hub "+s.HubURL, hubUnregisterAttempts), id.UnregisterHub,
 			activities.UnregisterHubInput{Ref: x.ref(), Subscription: s}).Get(ctx, nil)
 		if err != nil {
 			x.event(ctx, r, "Warning", "HubUnsubscribeFailed", fmt.Sprintf("subscription %q at %s left behind: %s", s.ID, s.HubURL, rootMessage(err)))
@@ -182,7 +182,7 @@ func (x *identityConfig) applyRoleEvents(ctx workflow.Context, r *resourceLoop) 
 			continue
 		}
 		var res activities.ApplyRoleEventResult
-		err := workflow.ExecuteActivity(keycloakOptions(ctx, fmt.Sprintf("%s role %s (%s)", ev.Action, ev.Role.Name, ev.EventType)), id.ApplyRoleEvent,
+		err := identityCall(ctx, keycloakOptions(fmt.Sprintf("%s role %s (%s)", ev.Action, ev.Role.Name, ev.EventType)), id.ApplyRoleEvent,
 			activities.ApplyRoleEventInput{Ref: x.ref(), ClientID: x.name, Event: ev}).Get(ctx, &res)
 		var appErr *temporal.ApplicationError
 		switch {

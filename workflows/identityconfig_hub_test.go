@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -40,11 +38,14 @@ func roleEvent(action identity.RoleAction, name string) identity.RoleEvent {
 func TestIdentityConfigRegistersHubsOnceAcrossUpdatesAndContinueAsNew(t *testing.T) {
 	env, f := newIdentityEnv(t)
 	hubCalls := 0
-	env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, err error) {
-		if info.ActivityType.Name == "RegisterHub" && err == nil {
-			hubCalls++
-		}
-	})
+	env.OnActivity(f.identity.RegisterHub, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in activities.RegisterHubInput) (activities.RegisterHubResult, error) {
+			res, err := f.identity.RegisterHub(ctx, in)
+			if err == nil {
+				hubCalls++
+			}
+			return res, err
+		})
 	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
 	at(env, time.Minute, SignalResourceEvent, icEvent("h2", icHubSpec("cat1owner")))
 	// Drift checks at ~10 and ~20 min; then the history is "long".

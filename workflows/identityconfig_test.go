@@ -32,7 +32,9 @@ type fakeKeycloak struct {
 	// hub is a TMF hub double the real RegisterHub and UnregisterHub
 	// activities talk to; roleEvents are the ApplyRoleEvent calls, and
 	// roleFail, when set, fails them.
-	hub        *hubtest.Hub
+	hub *hubtest.Hub
+	// identity holds the real hub activities.
+	identity   *activities.Identity
 	roleEvents []activities.ApplyRoleEventInput
 	roleFail   func() error
 	// hubsAtDelete is how many subscriptions the hub held when the client
@@ -80,6 +82,7 @@ func newIdentityEnvWithHub(t *testing.T, hub *hubtest.Hub) (*testsuite.TestWorkf
 		Keys:            func() ([][]byte, error) { return [][]byte{[]byte("workflow-test-listener-key-0123456789")}, nil },
 		HTTP:            f.hub.Client(),
 	}}
+	f.identity = id
 	var kube *activities.Kube
 	env.RegisterActivity(id)
 	env.RegisterActivity(kube)
