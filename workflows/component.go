@@ -151,9 +151,10 @@ type component struct {
 	adopt        []oda.WorkloadRef
 	// settle is a short timer that lets child updates arriving together
 	// share one status write.
-	settle      workflow.Future
-	settling    bool
-	settleFired bool
+	settle       workflow.Future
+	cancelSettle workflow.CancelFunc
+	settling     bool
+	settleFired  bool
 }
 
 func (c *component) ref() oda.Ref {
@@ -191,7 +192,7 @@ func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveC
 	}
 	if c.settle != nil {
 		sel.AddFuture(c.settle, func(workflow.Future) {
-			c.settle = nil
+			c.settle, c.cancelSettle = nil, nil
 			c.settling = false
 			c.settleFired = true
 		})
@@ -306,8 +307,25 @@ func (c *component) reconcile(ctx workflow.Context) error {
 	if event == nil && c.shouldSettle(ctx) {
 		return nil
 	}
+	c.dropSettle(ctx)
 	c.statusDirty = false
 	return c.writeStatus(ctx, event)
+}
+
+// changeCancelSettle is the workflow change that cancels a settle timer
+// once a status write has gone out anyway (a change of deployment_status
+// is written at once): the write carries every child update the timer was
+// gathering, and the timer left running cost a workflow task that wrote
+// nothing when it fired.
+const changeCancelSettle = "cancel-settle-on-write"
+
+// dropSettle cancels a pending settle timer before a status write.
+func (c *component) dropSettle(ctx workflow.Context) {
+	if c.settle == nil || !changed(ctx, changeCancelSettle) {
+		return
+	}
+	c.cancelSettle()
+	c.settle, c.cancelSettle, c.settling = nil, nil, false
 }
 
 // settleDelay is how long a child update waits for its siblings: children
@@ -339,7 +357,8 @@ func (c *component) shouldSettle(ctx workflow.Context) bool {
 		return false
 	}
 	c.settling = true
-	c.settle = workflow.NewTimer(ctx, settleDelay)
+	timerCtx, cancel := workflow.WithCancel(ctx)
+	c.settle, c.cancelSettle = workflow.NewTimer(timerCtx, settleDelay), cancel
 	return true
 }
 

@@ -364,3 +364,49 @@ func TestComponentGatewayLimitsAreVersioned(t *testing.T) {
 		}
 	}
 }
+
+// A status write that goes out at once (here the change to
+// In-Progress-IDConfOp) carries the child updates a pending settle timer
+// was gathering, so the timer is cancelled instead of firing into a
+// workflow task that writes nothing. Runs from before the change let it
+// fire.
+func TestComponentCancelsTheSettleTimerOnAWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		version              workflow.Version
+		wantFired, wantCancl int
+	}{
+		{"now", 1, 0, 1},
+		{"before the change", workflow.DefaultVersion, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, f := newEnv(t)
+			if tc.version == workflow.DefaultVersion {
+				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				env.OnGetVersion(changeCancelSettle, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			fired, cancelled := 0, 0
+			env.SetOnTimerFiredListener(func(string) { fired++ })
+			env.SetOnTimerCanceledListener(func(string) { cancelled++ })
+			at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+			// One API ready: deployment_status stays In-Progress-CompCon,
+			// so the write waits for its siblings...
+			at(env, 2*time.Second, SignalChildStatus, exposedReady(exposedNames[0]))
+			// ...which arrive within the settle delay and change it.
+			for _, n := range exposedNames[1:] {
+				at(env, 2*time.Second+settleDelay/3, SignalChildStatus, exposedReady(n))
+			}
+			at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+			env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatalf("workflow error: %v", err)
+			}
+			if fired != tc.wantFired || cancelled != tc.wantCancl {
+				t.Errorf("timers fired %d, cancelled %d; want %d and %d", fired, cancelled, tc.wantFired, tc.wantCancl)
+			}
+			if got, want := f.phases(), []string{oda.StatusCompCon, oda.StatusIDConfOp}; fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("phases = %v, want %v", got, want)
+			}
+		})
+	}
+}
