@@ -129,17 +129,3 @@ func TestRetryTransientRepeatsIdempotentRequests(t *testing.T) {
 		})
 	}
 }
-
-func TestRetryTransientStopsWithTheContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	api := &fakeAPIServer{answers: []int{503}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		api.ServeHTTP(w, r)
-		cancel()
-	}))
-	defer srv.Close()
-	_, err := clientFor(t, srv.URL).CoreV1().ConfigMaps("ns").Get(ctx, "cm", metav1.GetOptions{})
-	if err == nil || len(api.methods) != 1 {
-		t.Errorf("%d requests, error %v; want 1 request and an error", len(api.methods), err)
-	}
-}
