@@ -99,22 +99,16 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 
 	// A spec change reaches the same workflow: an API removed, its child deleted.
 	upgraded := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)), "promotionmanagement")
-	cur := mustGet(t, oda.KindComponent, ns, component)
-	cur.Object["spec"] = upgraded.Object["spec"]
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
+	updateComponent(t, ns, component, func(cur *unstructured.Unstructured) { cur.Object["spec"] = upgraded.Object["spec"] })
 	eventually(t, 30*time.Second, "promotionmanagement ExposedAPI removed", func() (bool, string) {
 		names := listChildren(t, oda.KindExposedAPI, ns, component)
 		return len(names) == 3, fmt.Sprint(names)
 	})
 	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	// And an upgrade that adds it back.
-	cur = mustGet(t, oda.KindComponent, ns, component)
-	cur.Object["spec"] = fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)).Object["spec"]
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("upgrade back: %v", err)
-	}
+	updateComponent(t, ns, component, func(cur *unstructured.Unstructured) {
+		cur.Object["spec"] = fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)).Object["spec"]
+	})
 	eventually(t, 30*time.Second, "promotionmanagement ExposedAPI back", func() (bool, string) {
 		names := listChildren(t, oda.KindExposedAPI, ns, component)
 		return len(names) == 4, fmt.Sprint(names)
@@ -170,11 +164,9 @@ func TestMalformedComponentFailsWithoutBlockingOthers(t *testing.T) {
 	waitPhase(t, ns, "good-component", oda.StatusCompCon, 30*time.Second)
 
 	// Fixing the spec recovers by itself.
-	fixed := mustGet(t, oda.KindComponent, ns, "bad-component")
-	fixed.Object["spec"] = fixtures.Spec(fixtures.ProductCatalog(ns, "bad-component"))
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), fixed, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("fix: %v", err)
-	}
+	updateComponent(t, ns, "bad-component", func(fixed *unstructured.Unstructured) {
+		fixed.Object["spec"] = fixtures.Spec(fixtures.ProductCatalog(ns, "bad-component"))
+	})
 	waitPhase(t, ns, "bad-component", oda.StatusCompCon, 30*time.Second)
 	recordHistory(t, oda.WorkflowID("Component", ns, "bad-component"), "component-failure-recovery.json")
 }

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/odaflow/odaflow/dependency"
@@ -124,18 +122,16 @@ func TestDependencyResolvedWhenTheProviderIsThereFirst(t *testing.T) {
 	ns := "it-deps-first"
 	depName, _ := installDependencyPair(t, ns, true)
 	// An upgrade of the provider that moves its API: the dependant follows.
-	cur := mustGet(t, oda.KindComponent, ns, providerComponent)
-	apis, _, _ := unstructured.NestedSlice(cur.Object, "spec", "coreFunction", "exposedAPIs")
-	for _, a := range apis {
-		m := a.(map[string]any)
-		if m["name"] == "productcatalogmanagement" {
-			m["path"] = "/" + providerComponent + "/tmf-api/productCatalogManagement/v4-moved"
+	updateComponent(t, ns, providerComponent, func(cur *unstructured.Unstructured) {
+		apis, _, _ := unstructured.NestedSlice(cur.Object, "spec", "coreFunction", "exposedAPIs")
+		for _, a := range apis {
+			m := a.(map[string]any)
+			if m["name"] == "productcatalogmanagement" {
+				m["path"] = "/" + providerComponent + "/tmf-api/productCatalogManagement/v4-moved"
+			}
 		}
-	}
-	_ = unstructured.SetNestedSlice(cur.Object, apis, "spec", "coreFunction", "exposedAPIs")
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+		_ = unstructured.SetNestedSlice(cur.Object, apis, "spec", "coreFunction", "exposedAPIs")
+	})
 	eventually(t, 60*time.Second, "dependant follows the moved provider", func() (bool, string) {
 		u, err := get(oda.KindDependentAPI, ns, depName)
 		if err != nil {

@@ -129,13 +129,11 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 	recordHistory(t, oda.WorkflowID("ExposedAPI", ns, core), "exposedapi-lifecycle.json")
 
 	// An upgrade that changes the path moves the route.
-	cur := mustGet(t, oda.KindComponent, ns, component)
-	apis, _, _ := unstructured.NestedSlice(cur.Object, "spec", "coreFunction", "exposedAPIs")
-	apis[0].(map[string]any)["path"] = "/ctk-productcatalogmanagement/tmf-api/productCatalogManagement/v4-moved"
-	_ = unstructured.SetNestedSlice(cur.Object, apis, "spec", "coreFunction", "exposedAPIs")
-	if _, err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
+	updateComponent(t, ns, component, func(cur *unstructured.Unstructured) {
+		apis, _, _ := unstructured.NestedSlice(cur.Object, "spec", "coreFunction", "exposedAPIs")
+		apis[0].(map[string]any)["path"] = "/ctk-productcatalogmanagement/tmf-api/productCatalogManagement/v4-moved"
+		_ = unstructured.SetNestedSlice(cur.Object, apis, "spec", "coreFunction", "exposedAPIs")
+	})
 	eventually(t, 30*time.Second, "VirtualService follows the new path", func() (bool, string) {
 		vs, err := stack.dyn.Resource(virtualServices).Namespace(ns).Get(context.Background(), core, metav1.GetOptions{})
 		if err != nil {

@@ -34,7 +34,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/oda"
@@ -522,24 +521,6 @@ func waitExposedWithin(t *testing.T, ns, name string, wantURL, wantReady bool, t
 		return (url != "") == wantURL && ready == wantReady, fmt.Sprintf("url=%q ready=%t conditions=%v", url, ready, u.Object["status"])
 	})
 	return got
-}
-
-// updateComponent changes a Component's spec, retrying on the conflicts
-// odaflow's own status writes can cause.
-func updateComponent(t *testing.T, ns, name string, change func(*unstructured.Unstructured)) {
-	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u, err := get(oda.KindComponent, ns, name)
-		if err != nil {
-			return err
-		}
-		change(u)
-		_, err = stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), u, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("update Component %s/%s: %v", ns, name, err)
-	}
 }
 
 // ownedBy checks the controller owner reference to the ExposedAPI.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/kit"
@@ -49,6 +50,24 @@ func mustGet(t *testing.T, kind oda.Kind, ns, name string) *unstructured.Unstruc
 		t.Fatalf("get %s %s/%s: %v", kind.Name, ns, name, err)
 	}
 	return u
+}
+
+// updateComponent changes a Component's spec, retrying on the conflicts
+// odaflow's own status writes can cause.
+func updateComponent(t *testing.T, ns, name string, change func(*unstructured.Unstructured)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := get(oda.KindComponent, ns, name)
+		if err != nil {
+			return err
+		}
+		change(u)
+		_, err = stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Update(context.Background(), u, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("update Component %s/%s: %v", ns, name, err)
+	}
 }
 
 func mergePatch(t *testing.T, kind oda.Kind, ns, name string, patch string) {
