@@ -25,6 +25,23 @@ type Child struct {
 	// InitialStatus is written once, on creation, through the status
 	// subresource (notification kinds only).
 	InitialStatus map[string]any `json:"initialStatus,omitempty"`
+	// Finalizers are applied with the child (see WithCleanupFinalizers).
+	Finalizers []string `json:"finalizers,omitempty"`
+}
+
+// WithCleanupFinalizers puts odaflow's finalizer on the children whose kind
+// cleans up outside the cluster, so they are created with it: their
+// workflow then needs no request of its own to add it before its first
+// side effect.
+func WithCleanupFinalizers(children []Child) []Child {
+	out := make([]Child, len(children))
+	for i, c := range children {
+		if k, ok := KindByName(c.Kind); ok && k.CleansUpOutside {
+			c.Finalizers = []string{Finalizer}
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // Ref is the child's reference in the owner's namespace.
@@ -267,23 +284,31 @@ func ChildObject(owner Owner, c Child) map[string]any {
 	if _, ok := labels[LabelComponentName]; !ok {
 		labels[LabelComponentName] = owner.Name
 	}
+	metadata := map[string]any{
+		"name":      c.Name,
+		"namespace": owner.Namespace,
+		"labels":    labels,
+		"ownerReferences": []any{map[string]any{
+			"apiVersion":         APIVersion,
+			"kind":               KindComponent.Name,
+			"name":               owner.Name,
+			"uid":                owner.UID,
+			"controller":         true,
+			"blockOwnerDeletion": true,
+		}},
+	}
+	if len(c.Finalizers) > 0 {
+		finalizers := make([]any, len(c.Finalizers))
+		for i, f := range c.Finalizers {
+			finalizers[i] = f
+		}
+		metadata["finalizers"] = finalizers
+	}
 	return map[string]any{
 		"apiVersion": APIVersion,
 		"kind":       c.Kind,
-		"metadata": map[string]any{
-			"name":      c.Name,
-			"namespace": owner.Namespace,
-			"labels":    labels,
-			"ownerReferences": []any{map[string]any{
-				"apiVersion":         APIVersion,
-				"kind":               KindComponent.Name,
-				"name":               owner.Name,
-				"uid":                owner.UID,
-				"controller":         true,
-				"blockOwnerDeletion": true,
-			}},
-		},
-		"spec": c.Spec,
+		"metadata":   metadata,
+		"spec":       c.Spec,
 	}
 }
 

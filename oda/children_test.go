@@ -791,6 +791,35 @@ func TestChildObject(t *testing.T) {
 	}
 }
 
+// Only the kinds that clean up outside the cluster are created with the
+// finalizer; the input is not changed.
+func TestWithCleanupFinalizers(t *testing.T) {
+	in := []Child{
+		{Kind: "ExposedAPI", Name: "ctk-api"},
+		{Kind: "DependentAPI", Name: "ctk-dep"},
+		{Kind: "IdentityConfig", Name: "ctk"},
+		{Kind: "SecretsManagement", Name: "ctk"},
+		{Kind: "PublishedNotification", Name: "ctk-ev"},
+	}
+	got := WithCleanupFinalizers(in)
+	want := map[string][]string{"IdentityConfig": {Finalizer}, "SecretsManagement": {Finalizer}}
+	for i, c := range got {
+		if diff := cmp.Diff(want[c.Kind], c.Finalizers); diff != "" {
+			t.Errorf("%s finalizers (-want +got):\n%s", c.Kind, diff)
+		}
+		if in[i].Finalizers != nil {
+			t.Errorf("%s: the input child was changed", in[i].Kind)
+		}
+	}
+	obj := ChildObject(Owner{Name: "ctk", Namespace: "components", UID: "uid-1"}, got[2])
+	if diff := cmp.Diff([]any{Finalizer}, obj["metadata"].(map[string]any)["finalizers"]); diff != "" {
+		t.Errorf("ChildObject finalizers (-want +got):\n%s", diff)
+	}
+	if _, ok := ChildObject(Owner{Name: "ctk", Namespace: "components", UID: "uid-1"}, got[0])["metadata"].(map[string]any)["finalizers"]; ok {
+		t.Error("ChildObject sets finalizers on a child without any")
+	}
+}
+
 func TestSortedKeys(t *testing.T) {
 	got := SortedKeys(map[string]int{"b": 1, "a": 2, "c": 3})
 	if diff := cmp.Diff([]string{"a", "b", "c"}, got); diff != "" {

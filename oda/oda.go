@@ -89,6 +89,10 @@ type Kind struct {
 	// other kind a status write goes through the main resource and bumps
 	// metadata.generation.
 	HasStatusSubresource bool
+	// CleansUpOutside is true for kinds whose workflow removes something
+	// outside the cluster when the object is deleted (a Keycloak client, a
+	// Vault role): their deletion must wait for odaflow's finalizer.
+	CleansUpOutside bool
 }
 
 // The ODA kinds.
@@ -96,8 +100,8 @@ var (
 	KindComponent              = Kind{Name: "Component", Resource: "components"}
 	KindExposedAPI             = Kind{Name: "ExposedAPI", Resource: "exposedapis"}
 	KindDependentAPI           = Kind{Name: "DependentAPI", Resource: "dependentapis"}
-	KindIdentityConfig         = Kind{Name: "IdentityConfig", Resource: "identityconfigs"}
-	KindSecretsManagement      = Kind{Name: "SecretsManagement", Resource: "secretsmanagements"}
+	KindIdentityConfig         = Kind{Name: "IdentityConfig", Resource: "identityconfigs", CleansUpOutside: true}
+	KindSecretsManagement      = Kind{Name: "SecretsManagement", Resource: "secretsmanagements", CleansUpOutside: true}
 	KindPublishedNotification  = Kind{Name: "PublishedNotification", Resource: "publishednotifications", HasStatusSubresource: true}
 	KindSubscribedNotification = Kind{Name: "SubscribedNotification", Resource: "subscribednotifications", HasStatusSubresource: true}
 )

@@ -82,6 +82,16 @@ type Failure struct {
 	Message string `json:"message"`
 }
 
+// InProgress reports whether a deployment_status is one of the In-Progress
+// phases (neither Complete nor Failed).
+func InProgress(status string) bool {
+	switch status {
+	case StatusCompCon, StatusIDConfOp, StatusSecretMan, StatusDepAPI:
+		return true
+	}
+	return false
+}
+
 // DeploymentStatus is the Canvas's state machine (oda-behaviour §2.1.6), a
 // single nested pass, plus Failed.
 func DeploymentStatus(s ComponentStatus) string {

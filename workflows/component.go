@@ -127,7 +127,9 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 		vis.publish(ctx, c.st.DeploymentStatus)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > c.historyLimit {
 			c.drain(ctx, events, childCh)
-			if c.next == nil && !c.gone && !c.dirty() {
+			// A deferred write is not carried across: wait for it.
+			deferred := atBaseline(ctx, baselineQuietProgress) && c.settling
+			if c.next == nil && !c.gone && !c.dirty() && !deferred {
 				st := c.st
 				return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
 					Namespace: c.ns, Name: c.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
@@ -155,6 +157,9 @@ type component struct {
 	cancelSettle workflow.CancelFunc
 	settling     bool
 	settleFired  bool
+	// deferredEvent is a Normal Event held back with a deferred write
+	// (deferProgress).
+	deferredEvent *activities.Event
 }
 
 func (c *component) ref() oda.Ref {
@@ -304,12 +309,66 @@ func (c *component) reconcile(ctx workflow.Context) error {
 	if len(c.adopt) > 0 {
 		c.adoptWorkloads(ctx)
 	}
-	if event == nil && c.shouldSettle(ctx) {
+	if c.deferWrite(ctx, event) {
 		return nil
 	}
+	if event == nil {
+		event = c.deferredEvent
+	}
+	c.deferredEvent = nil
 	c.dropSettle(ctx)
 	c.statusDirty = false
 	return c.writeStatus(ctx, event)
+}
+
+// deferWrite holds a status write back on the settle timer: at
+// baselineQuietProgress any write of an In-Progress phase (deferProgress),
+// before it only a refresh of child entries (shouldSettle).
+func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bool {
+	if atBaseline(ctx, baselineQuietProgress) {
+		return c.deferProgress(ctx, event)
+	}
+	return event == nil && c.shouldSettle(ctx)
+}
+
+// progressDelay is how long a Component must have been in progress before
+// its In-Progress phase is written. A phase that ends sooner is never
+// written: the write, its Event and the watch notifications it causes buy
+// nothing when the next phase is a moment away (an install whose
+// implementations are up already goes straight to Complete). A long phase
+// (pods starting, an identity provider down) shows within this delay, and
+// Complete and Failed are written at once.
+const progressDelay = time.Second
+
+// deferProgress defers a write whose phase is In-Progress until
+// progressDelay after the first write it deferred, gathering every change
+// meanwhile into one write; a Warning Event or a phase out of progress goes
+// out at once and takes the deferred changes with it.
+func (c *component) deferProgress(ctx workflow.Context, event *activities.Event) bool {
+	fired := c.settleFired
+	c.settleFired = false
+	if event == nil && !c.statusDirty {
+		return false // nothing new: writeStatus finds nothing to write
+	}
+	if fired {
+		return false
+	}
+	if event != nil && event.Type != "Normal" {
+		return false
+	}
+	if !oda.InProgress(oda.DeploymentStatus(c.status())) {
+		return false
+	}
+	if event != nil {
+		c.deferredEvent = event
+	}
+	c.statusDirty = true
+	c.settling = true
+	if c.settle == nil {
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		c.settle, c.cancelSettle = workflow.NewTimer(timerCtx, progressDelay), cancel
+	}
+	return true
 }
 
 // changeCancelSettle is the workflow change that cancels a settle timer
@@ -404,6 +463,9 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 		return &activities.Event{Type: "Warning", Reason: "InvalidSpec", Message: c.st.Failure.Message}
 	}
 	c.st.SecretsManagementSpec = desired.SecretsManagement
+	if atBaseline(ctx, baselineQuietProgress) {
+		desired.Children = oda.WithCleanupFinalizers(desired.Children)
+	}
 	wanted := map[string]bool{}
 	for _, ch := range desired.Children {
 		wanted[ch.Kind+"/"+ch.Name] = true

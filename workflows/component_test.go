@@ -31,6 +31,9 @@ type fakeKube struct {
 	statuses []activities.WriteStatusInput
 	released []activities.RemoveFinalizersInput
 	failNext int
+	// writtenAt is the test clock's time of each status write.
+	writtenAt []time.Time
+	clock     func() time.Time
 }
 
 func (f *fakeKube) apply(_ context.Context, in activities.ApplyChildrenInput) (activities.ApplyChildrenResult, error) {
@@ -48,6 +51,7 @@ func (f *fakeKube) apply(_ context.Context, in activities.ApplyChildrenInput) (a
 
 func (f *fakeKube) write(_ context.Context, in activities.WriteStatusInput) error {
 	f.statuses = append(f.statuses, in)
+	f.writtenAt = append(f.writtenAt, f.clock())
 	return nil
 }
 
@@ -79,7 +83,7 @@ func newEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeKube) {
 	env.RegisterWorkflow(ComponentWorkflow)
 	var kube *activities.Kube
 	env.RegisterActivity(kube)
-	f := &fakeKube{}
+	f := &fakeKube{clock: env.Now}
 	env.OnActivity(kube.ApplyChildren, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.ApplyChildrenInput) (activities.ApplyChildrenResult, error) {
 			return f.apply(ctx, in)
@@ -346,7 +350,7 @@ func TestComponentGatewayLimitsAreVersioned(t *testing.T) {
 		{workflow.DefaultVersion, 1, oda.StatusCompCon},
 	} {
 		env, f := newEnv(t)
-		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
 		env.OnGetVersion(changeGatewayLimits, workflow.DefaultVersion, 1).Return(tc.version)
 		spec := productCatalogSpec()
 		spec["coreFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["path"] = "/"
@@ -376,14 +380,16 @@ func TestComponentCancelsTheSettleTimerOnAWrite(t *testing.T) {
 		version              workflow.Version
 		wantFired, wantCancl int
 	}{
-		{"now", 1, 0, 1},
+		{"at baseline level 1", 1, 0, 1},
 		{"before the change", workflow.DefaultVersion, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, f := newEnv(t)
 			if tc.version == workflow.DefaultVersion {
-				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
 				env.OnGetVersion(changeCancelSettle, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			} else {
+				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(baselineFolded)
 			}
 			fired, cancelled := 0, 0
 			env.SetOnTimerFiredListener(func(string) { fired++ })
@@ -408,5 +414,111 @@ func TestComponentCancelsTheSettleTimerOnAWrite(t *testing.T) {
 				t.Errorf("phases = %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// installTimeline signals a productcatalog install: children applied at 1 s,
+// every ExposedAPI ready at exposed, the IdentityConfig ready at identity.
+func installTimeline(env *testsuite.TestWorkflowEnvironment, exposed, identity time.Duration) {
+	at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+	for _, n := range exposedNames {
+		at(env, exposed, SignalChildStatus, exposedReady(n))
+	}
+	at(env, identity, SignalChildStatus, ChildStatus{Kind: oda.KindIdentityConfig.Name, Name: testName, UID: "uid-" + testName, IdentityProvider: "Keycloak"})
+	at(env, 30*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+}
+
+// An install that is through its In-Progress phases within progressDelay
+// writes its status once, Complete, with one Event; a run at baseline level
+// 1 writes every phase at once, the first with its ChildrenApplied-turned-
+// DeploymentStatus Event.
+func TestComponentWritesNoShortInProgressPhase(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		level      workflow.Version
+		wantPhases []string
+	}{
+		{"now", baselineLevel, []string{oda.StatusComplete}},
+		{"at baseline level 1", baselineFolded, []string{oda.StatusCompCon, oda.StatusIDConfOp, oda.StatusComplete}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, f := newEnv(t)
+			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
+			fired, cancelled := 0, 0
+			env.SetOnTimerFiredListener(func(string) { fired++ })
+			env.SetOnTimerCanceledListener(func(string) { cancelled++ })
+			installTimeline(env, time.Second+progressDelay/4, time.Second+progressDelay/2)
+			env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatalf("workflow error: %v", err)
+			}
+			if got := f.phases(); fmt.Sprint(got) != fmt.Sprint(tc.wantPhases) {
+				t.Errorf("phases = %v, want %v", got, tc.wantPhases)
+			}
+			if len(f.statuses) != len(tc.wantPhases) {
+				t.Errorf("status writes = %d, want %d", len(f.statuses), len(tc.wantPhases))
+			}
+			for i, st := range f.statuses {
+				if st.Event == nil || st.Event.Reason != "DeploymentStatus" {
+					t.Errorf("write %d event = %+v, want a DeploymentStatus Event", i, st.Event)
+				}
+			}
+			if tc.level == baselineLevel && (fired != 0 || cancelled != 1) {
+				t.Errorf("progress timer fired %d, cancelled %d; want 0 and 1", fired, cancelled)
+			}
+		})
+	}
+}
+
+// A phase that lasts longer than progressDelay is written when the delay is
+// over, and each later phase once; nothing is written for a phase twice.
+func TestComponentWritesALongInProgressPhaseAfterTheDelay(t *testing.T) {
+	env, f := newEnv(t)
+	start := env.Now()
+	installTimeline(env, 5*time.Second, 10*time.Second)
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	want := []string{oda.StatusCompCon, oda.StatusIDConfOp, oda.StatusComplete}
+	if got := f.phases(); fmt.Sprint(got) != fmt.Sprint(want) || len(f.statuses) != len(want) {
+		t.Fatalf("phases = %v in %d writes, want %v, one write each", got, len(f.statuses), want)
+	}
+	// CompCon a delay after the apply, IDConfOp a delay after the APIs,
+	// Complete at once.
+	wantAt := []time.Duration{time.Second + progressDelay, 5*time.Second + progressDelay, 10 * time.Second}
+	for i := range wantAt {
+		if got := f.writtenAt[i].Sub(start); got != wantAt[i] {
+			t.Errorf("write %d (%s) at %s, want %s", i, want[i], got, wantAt[i])
+		}
+	}
+}
+
+// The children whose workflows clean up outside the cluster are created
+// with odaflow's finalizer, from baseline level 2 on.
+func TestComponentCreatesCleanupChildrenWithTheFinalizer(t *testing.T) {
+	for _, tc := range []struct {
+		level workflow.Version
+		want  []string
+	}{
+		{baselineLevel, []string{oda.Finalizer}},
+		{baselineFolded, nil},
+	} {
+		env, f := newEnv(t)
+		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
+		installTimeline(env, 5*time.Second, 10*time.Second)
+		env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatalf("workflow error: %v", err)
+		}
+		for _, c := range f.applies[0].Children {
+			want := []string(nil)
+			if c.Kind == oda.KindIdentityConfig.Name {
+				want = tc.want
+			}
+			if fmt.Sprint(c.Finalizers) != fmt.Sprint(want) {
+				t.Errorf("level %d: %s/%s finalizers %v, want %v", tc.level, c.Kind, c.Name, c.Finalizers, want)
+			}
+		}
 	}
 }

@@ -224,7 +224,7 @@ func TestIdentityConfigHubDownRetriesWithReason(t *testing.T) {
 // hub calls, no role events applied, listenerRegistered false.
 func TestIdentityConfigBeforeTheListenerChange(t *testing.T) {
 	env, f := newIdentityEnv(t)
-	env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
 	env.OnGetVersion(changeHubListener, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
 	at(env, time.Minute, identity.SignalRoleEvent, roleEvent(identity.RoleAdd, "DynamicRole1"))
@@ -258,7 +258,7 @@ func TestIdentityConfigWithoutAListenerDoesNotRetryOnABackoff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, f := newIdentityEnv(t)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
 			env.OnGetVersion(changeListenerNotConfigured, workflow.DefaultVersion, 1).Return(tc.version)
 			var id *activities.Identity
 			calls := 0

@@ -361,3 +361,46 @@ func TestIdentityConfigContinuesAsNew(t *testing.T) {
 		t.Errorf("carried input = %+v", in)
 	}
 }
+
+// An IdentityConfig that belongs to a Component records no Event for its
+// first Ready (its Component's DeploymentStatus Event says so) from
+// baseline level 2 on; a failure and the recovery from it still do.
+func TestIdentityConfigOfAComponentIsQuietOnItsFirstReady(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		level workflow.Version
+		want  string
+	}{
+		{"now", baselineLevel, "KeycloakUnavailable,Ready"},
+		{"at baseline level 1", baselineFolded, "Ready,KeycloakUnavailable,Ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, f := newIdentityEnv(t)
+			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
+			down := false
+			f.failWith = func() error {
+				if down {
+					return temporal.NewNonRetryableApplicationError("Keycloak at http://kc: unreachable", activities.ErrTypeKeycloakUnavailable, nil)
+				}
+				return nil
+			}
+			owned := func(hash string, roles ...string) ResourceEvent {
+				ev := icEvent(hash, icSpec(roles...))
+				ev.Labels = map[string]string{oda.LabelComponentName: testName}
+				return ev
+			}
+			at(env, time.Second, SignalResourceEvent, owned("h1", "cat1owner"))
+			env.RegisterDelayedCallback(func() { down = true }, time.Minute)
+			at(env, time.Minute+time.Second, SignalResourceEvent, owned("h2", "cat2owner"))
+			env.RegisterDelayedCallback(func() { down = false }, 2*time.Minute)
+			at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: "ic-uid", Deleted: true})
+			runIdentity(env, 2*time.Hour)
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(f.events(), ","); got != tc.want {
+				t.Errorf("events = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -205,6 +205,16 @@ func (r *resourceLoop) succeeded() {
 	r.st.Failures = 0
 }
 
+// quietFirstReport is true for the first status a resource that belongs to
+// a Component reports, at baselineQuietProgress: its Component's
+// DeploymentStatus Event already tells that the step is done, as it does
+// for ExposedAPIs, which never recorded one. Later phase changes, a
+// recovery and every failure still record an Event.
+func (r *resourceLoop) quietFirstReport(ctx workflow.Context) bool {
+	return r.st.Phase == "" && r.st.Failure == nil && r.st.Labels[oda.LabelComponentName] != "" &&
+		atBaseline(ctx, baselineQuietProgress)
+}
+
 // report writes the resource's status with a Ready condition for phase and
 // records an Event when the phase changes (and on every failure). status
 // holds the kind's own keys; the condition is added here. A failed write is
@@ -232,7 +242,7 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	switch {
 	case failure != nil && (r.st.Failure == nil || *r.st.Failure != *failure || r.st.Phase != phase):
 		event = &activities.Event{Type: "Warning", Reason: failure.Reason, Message: failure.Message}
-	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil):
+	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil) && !r.quietFirstReport(ctx):
 		event = &activities.Event{Type: "Normal", Reason: phase, Message: cond.Message}
 	}
 	var kube *activities.Kube

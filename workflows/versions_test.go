@@ -38,7 +38,7 @@ func TestBaselineFoldsEveryEarlierChange(t *testing.T) {
 			var suite testsuite.WorkflowTestSuite
 			env := suite.NewTestWorkflowEnvironment()
 			env.RegisterWorkflow(versionsWorkflow)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(tc.baseline)
+			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.baseline)
 			env.OnGetVersion(changeLocalKube, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			env.OnGetVersion(changeSettle, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 			env.ExecuteWorkflow(versionsWorkflow, ids)
