@@ -61,6 +61,9 @@ type ExposeInput struct {
 	// StatusFence orders this status write after the workflow's earlier
 	// ones (StatusFence).
 	StatusFence *StatusFence `json:"statusFence,omitempty"`
+	// ResourceVersion guards the first status write
+	// (WriteStatusInput.ResourceVersion).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // ExposeResult is what the workflow keeps.
@@ -147,6 +150,7 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	err := e.Kube.WriteStatus(ctx, WriteStatusInput{
 		Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: in.API.Namespace, Name: in.API.Name}, UID: in.API.UID,
 		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: in.PreviousPhase != "", Fence: in.StatusFence,
+		ResourceVersion: in.ResourceVersion,
 	})
 	if err != nil {
 		return res, err

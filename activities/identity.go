@@ -309,7 +309,10 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	secrets := a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace)
 	var current *corev1.Secret
 	if !in.Fresh || in.Rotate != "" {
-		current, err = secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
+		err = throughOutage(ctx, func() (err error) {
+			current, err = secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
+			return err
+		})
 		if apierrors.IsNotFound(err) {
 			current, err = nil, nil
 		}
@@ -355,7 +358,11 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	if rotatedFor != "" {
 		ac.WithAnnotations(map[string]string{AnnotationRotatedFor: rotatedFor})
 	}
-	if _, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true}); err != nil {
+	err = throughOutage(ctx, func() error {
+		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true})
+		return err
+	})
+	if err != nil {
 		// The apiserver's error names the object, never the data.
 		return res, kubeError("write Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
 	}
@@ -405,7 +412,9 @@ func (a *Identity) DeleteIdentity(ctx context.Context, in DeleteIdentityInput) (
 		}
 		res.ClientDeleted = err == nil
 	}
-	err = a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace).Delete(ctx, identity.SecretName(in.Ref.Name), metav1.DeleteOptions{})
+	err = throughOutage(ctx, func() error {
+		return a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace).Delete(ctx, identity.SecretName(in.Ref.Name), metav1.DeleteOptions{})
+	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return res, kubeError("delete Secret "+in.Ref.Namespace+"/"+identity.SecretName(in.Ref.Name), err)
 	}
@@ -428,6 +437,7 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 	// budget is sized for Keycloak (a quarter of a minute, so that a
 	// Keycloak outage shows in the status soon), and would otherwise park
 	// the IdentityConfig as Failed over a kube-apiserver that is back in 15 s.
+	// Every apiserver call of the identity activities goes so.
 	var s *corev1.Secret
 	err := throughOutage(ctx, func() (err error) {
 		s, err = a.Kube.Core.CoreV1().Secrets(cfg.AdminSecretNamespace).Get(ctx, cfg.AdminSecretName, metav1.GetOptions{})

@@ -5,6 +5,8 @@ package activities
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	odaruntime "github.com/odaflow/odaflow/internal/runtime"
 	"github.com/odaflow/odaflow/oda"
 )
 
@@ -132,6 +135,12 @@ type WriteStatusInput struct {
 	// Fence, when set, keeps a write from an older workflow step from
 	// overwriting a newer one (StatusFence).
 	Fence *StatusFence `json:"fence,omitempty"`
+	// ResourceVersion guards a first write (not Replace), which has no
+	// earlier fence to test for: the object as the workflow last saw it. A
+	// stale workflow task's first write would otherwise merge over a newer
+	// task's status. On a conflict the object is read and the fences
+	// decide (fencedMerge).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // StatusFence orders the status writes of one resource's workflow. Local
@@ -176,37 +185,51 @@ type Event struct {
 }
 
 // WriteStatus patches status (and the observed-hash and status-fence
-// annotations) onto the object, with no resourceVersion: the patch touches
-// only keys odaflow owns, so it needs no optimistic lock. Only when the
-// object does not carry the fence the workflow expects does it read the
-// object and write with its resourceVersion (fencedMerge). Writing through
+// annotations) onto the object. A later write tests for the fence of the
+// workflow's previous one, a first write carries the resourceVersion the
+// workflow last saw; only when that check fails does it read the object and
+// let the fences decide (fencedMerge). Writing through
 // the main resource is required: these CRDs have no status subresource.
 func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	kind, ok := oda.KindByName(in.Ref.Kind)
 	if !ok {
 		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
 	}
+	if len(in.Status) == 0 && in.ObservedHash == "" && in.Fence == nil {
+		// Only an Event to record: an empty patch would be a request for
+		// nothing.
+		k.eventOf(ctx, in)
+		return nil
+	}
 	res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace)
 	var err error
 	if in.Replace {
 		err = k.replaceStatus(ctx, res, in)
 	}
+	var superseded bool
 	switch {
 	case in.Replace && in.Fence != nil && in.Fence.Previous != "" && (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)):
 		// The object does not carry the fence of the workflow's last
 		// recorded write: a newer step wrote since (this run is stale), or
 		// an earlier run of this step wrote and crashed before Temporal
 		// recorded it, or someone removed the annotations. Read and decide.
-		var superseded bool
 		superseded, err = k.fencedMerge(ctx, res, in)
-		if superseded {
-			k.Log.Info("status write superseded by a newer one; skipped", "resource", in.Ref.String(), "fence", in.Fence.String())
-			return nil
+	case !in.Replace && in.ResourceVersion != "" && in.Fence != nil:
+		// A first write, onto the object as the workflow saw it. Changed
+		// since (by a newer step of this workflow, or anyone): the fences
+		// decide.
+		err = k.mergeStatus(odaruntime.GuardedWrite(ctx), res, in, in.ResourceVersion)
+		if apierrors.IsConflict(err) {
+			superseded, err = k.fencedMerge(ctx, res, in)
 		}
 	case !in.Replace || apierrors.IsInvalid(err):
 		// First write, or someone removed the status or the annotations
 		// since: merge instead (a JSON patch cannot add below a missing key).
 		err = k.mergeStatus(ctx, res, in, "")
+	}
+	if superseded {
+		k.Log.Info("status write superseded by a newer one; skipped", "resource", in.Ref.String(), "fence", in.Fence.String())
+		return nil
 	}
 	if apierrors.IsNotFound(err) {
 		// Deleted meanwhile: nothing to report on, and the watcher tells the workflow.
@@ -215,14 +238,20 @@ func (k *Kube) WriteStatus(ctx context.Context, in WriteStatusInput) error {
 	if err != nil {
 		return kubeError("write status of "+in.Ref.String(), err)
 	}
-	if in.Event != nil {
-		if err := k.recordEvent(ctx, in.Ref, in.UID, *in.Event); err != nil {
-			// An Event is information, not state: log and go on rather than
-			// repeat the status write.
-			k.Log.Warn("recording event failed", "resource", in.Ref.String(), "reason", in.Event.Reason, "err", err)
-		}
-	}
+	k.eventOf(ctx, in)
 	return nil
+}
+
+// eventOf records the write's Event, if it has one. An Event is
+// information, not state: a failure is logged, never worth repeating the
+// status write for.
+func (k *Kube) eventOf(ctx context.Context, in WriteStatusInput) {
+	if in.Event == nil {
+		return
+	}
+	if err := k.recordEvent(ctx, in.Ref, in.UID, *in.Event, in.eventKey()); err != nil {
+		k.Log.Warn("recording event failed", "resource", in.Ref.String(), "reason", in.Event.Reason, "err", err)
+	}
 }
 
 // mergeStatus merge-patches the status and the bookkeeping annotations;
@@ -300,7 +329,7 @@ func (k *Kube) fencedMerge(ctx context.Context, res dynamic.ResourceInterface, i
 			superseded = true
 			return nil
 		}
-		return k.mergeStatus(ctx, res, in, obj.GetResourceVersion())
+		return k.mergeStatus(odaruntime.GuardedWrite(ctx), res, in, obj.GetResourceVersion())
 	})
 	return superseded, err
 }
@@ -309,11 +338,34 @@ func jsonPointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-func (k *Kube) recordEvent(ctx context.Context, ref oda.Ref, uid string, e Event) error {
+// eventKey names the Event of a fenced status write after the step that
+// writes it: the run and the last write the workflow recorded before it,
+// plus the Event itself. A run of the step repeated after a crash (the
+// workflow never recorded the first) has the same key, whatever its
+// history length by then, so its Event is not recorded twice; any later
+// step has recorded a write in between and gets a new key. Unfenced writes
+// get none.
+func (in WriteStatusInput) eventKey() string {
+	if in.Fence == nil || in.Event == nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.Join([]string{
+		in.UID, strconv.FormatInt(in.Fence.RunStart, 10), in.Fence.Previous, in.Event.Type, in.Event.Reason, in.Event.Message,
+	}, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// recordEvent creates the Event; with a key, under a name made of it, and
+// an Event of that name already there is the same Event recorded before.
+func (k *Kube) recordEvent(ctx context.Context, ref oda.Ref, uid string, e Event, key string) error {
+	name := ref.Name + "." + rand.String(10)
+	if key != "" {
+		name = ref.Name + "." + key
+	}
 	now := metav1.Now()
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s.%s", ref.Name, rand.String(10)),
+			Name:      name,
 			Namespace: ref.Namespace,
 		},
 		InvolvedObject: corev1.ObjectReference{
@@ -331,6 +383,9 @@ func (k *Kube) recordEvent(ctx context.Context, ref oda.Ref, uid string, e Event
 		ReportingInstance:   "odaflow-worker",
 	}
 	_, err := k.Core.CoreV1().Events(ref.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if key != "" && apierrors.IsAlreadyExists(err) {
+		return nil
+	}
 	return err
 }
 
@@ -384,18 +439,20 @@ func (k *Kube) RemoveFinalizers(ctx context.Context, in RemoveFinalizersInput) e
 	return nil
 }
 
-// apiserverOutage spaces an activity's repeats of a read it cannot do
-// without while the apiserver restarts: 0.5, 1, 2, 4, 8, 8 and 8 s, about
-// half a minute (the liveness heartbeats keep the activity alive meanwhile).
+// apiserverOutage spaces an activity's repeats of an apiserver call while
+// the apiserver restarts: 0.5, 1, 2, 4, 8, 8 and 8 s, about half a minute
+// (the liveness heartbeats keep the activity alive meanwhile).
 var apiserverOutage = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Steps: 8, Cap: 8 * time.Second}
 
-// throughOutage repeats a read while the apiserver cannot answer
-// (unreachable, 5xx, 429), and returns the last error if it stays so. Any
-// other answer, a 404 included, is final.
-func throughOutage(ctx context.Context, read func() error) error {
+// throughOutage repeats an idempotent apiserver call (a read, an apply, a
+// delete) while the apiserver cannot answer (unreachable, 5xx, 429), and
+// returns the last error if it stays so. Any other answer, a 404 included,
+// is final. The identity activities need it: their retry budget is sized
+// for Keycloak.
+func throughOutage(ctx context.Context, call func() error) error {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, apiserverOutage, func(context.Context) (bool, error) {
-		last = read()
+		last = call()
 		return last == nil || !apiserverUnavailable(last), nil
 	})
 	if err != nil && last == nil {

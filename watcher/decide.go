@@ -143,6 +143,8 @@ func ResourceEventOf(obj *unstructured.Unstructured) workflows.ResourceEvent {
 		Status:      status,
 		Finalizers:  obj.GetFinalizers(),
 		Deleting:    obj.GetDeletionTimestamp() != nil,
+
+		ResourceVersion: obj.GetResourceVersion(),
 	}
 }
 

@@ -299,8 +299,9 @@ func TestResourceEventOf(t *testing.T) {
 						"exposedAPIs": []any{map[string]any{"name": "productcatalogmanagement", "port": int64(8080)}},
 					},
 				},
-				Status:     map[string]any{"summary/status": map[string]any{"deployment_status": "In-Progress-CompCon"}},
-				Finalizers: []string{oda.Finalizer},
+				Status:          map[string]any{"summary/status": map[string]any{"deployment_status": "In-Progress-CompCon"}},
+				Finalizers:      []string{oda.Finalizer},
+				ResourceVersion: "100",
 			},
 		},
 		{

@@ -41,10 +41,12 @@ func (in ComponentInput) WithSearchAttributes(on bool) any {
 
 // ComponentState is the Component workflow's whole memory.
 type ComponentState struct {
-	UID        string            `json:"uid"`
-	Generation int64             `json:"generation"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Spec       map[string]any    `json:"spec,omitempty"`
+	UID string `json:"uid"`
+	// ResourceVersion is the object's version in the latest event.
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Generation      int64             `json:"generation"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Spec            map[string]any    `json:"spec,omitempty"`
 	// SpecHash is the desired state last received; AppliedHash the one whose
 	// children were last applied successfully (or found invalid).
 	SpecHash    string `json:"specHash"`
@@ -251,6 +253,7 @@ func (c *component) onEvent(ev ResourceEvent) {
 	}
 	first := c.st.UID == ""
 	c.st.UID = ev.UID
+	c.st.ResourceVersion = ev.ResourceVersion
 	c.st.Finalizers = ev.Finalizers
 	c.st.Deleting = ev.Deleting
 	if ev.Hash == c.st.SpecHash {
@@ -618,7 +621,7 @@ func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) e
 	fence := statusFence(ctx, c.st.StatusFence)
 	err := kubeCall(ctx, summary, kube.WriteStatus, activities.WriteStatusInput{
 		Ref: c.ref(), UID: c.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
-		Replace: c.st.WrittenStatus != "", Fence: fence,
+		Replace: c.st.WrittenStatus != "", Fence: fence, ResourceVersion: firstWriteVersion(c.st.WrittenStatus == "", c.st.ResourceVersion),
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver stayed unreachable past the retry budget; try again

@@ -34,11 +34,13 @@ func (in ExposedAPIInput) WithSearchAttributes(on bool) any {
 
 // ExposedAPIState is the ExposedAPI workflow's whole memory.
 type ExposedAPIState struct {
-	UID        string            `json:"uid"`
-	Generation int64             `json:"generation"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Spec       map[string]any    `json:"spec,omitempty"`
-	Exposure   *Exposure         `json:"exposure,omitempty"`
+	UID string `json:"uid"`
+	// ResourceVersion is the object's version in the latest event.
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Generation      int64             `json:"generation"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Spec            map[string]any    `json:"spec,omitempty"`
+	Exposure        *Exposure         `json:"exposure,omitempty"`
 	// Hash is the input last received (spec and surroundings), DoneHash the
 	// one last handled; SpecHash the spec whose gateway objects are applied.
 	Hash     string `json:"hash"`
@@ -176,6 +178,7 @@ func (x *exposedAPI) onEvent(ev ResourceEvent) {
 		return
 	}
 	x.st.UID = ev.UID
+	x.st.ResourceVersion = ev.ResourceVersion
 	x.st.Finalizers = ev.Finalizers
 	x.st.Deleting = ev.Deleting
 	if ev.Hash == x.st.Hash {
@@ -201,6 +204,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	in := activities.ExposeInput{
 		API: api, ObservedHash: x.st.Hash, Applied: x.st.Applied, Generation: x.st.Generation,
 		PreviousCondition: x.st.Condition, PreviousPhase: x.st.Phase,
+		ResourceVersion: firstWriteVersion(x.st.Phase == "", x.st.ResourceVersion),
 	}
 	var exp Exposure
 	if x.st.Exposure != nil {
@@ -275,6 +279,7 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 	fence := statusFence(ctx, x.st.StatusFence)
 	err := kubeCall(ctx, "report failure", kube.WriteStatus, activities.WriteStatusInput{
 		Ref: x.ref(), UID: x.st.UID, Event: ev, Fence: fence,
+		Replace: x.st.Phase != "", ResourceVersion: firstWriteVersion(x.st.Phase == "", x.st.ResourceVersion),
 		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{oda.ConditionMap(cond)}},
 	}).Get(ctx, nil)
 	if err == nil {

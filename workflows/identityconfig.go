@@ -180,16 +180,6 @@ func keycloakOptions(summary string) workflow.ActivityOptions {
 	return identityActivityOptions(summary, 4)
 }
 
-// credentialsOptions: writing the credentials Secret reads the client's
-// secret from Keycloak, which answered a moment before (EnsureIdentity runs
-// first), and writes to the apiserver. Its attempts last as long as the
-// apiserver activities' (about two minutes): an apiserver restart must not
-// mark the identity Failed and park it for the workflow's one-minute
-// backoff when the apiserver is back after fifteen seconds.
-func credentialsOptions(summary string) workflow.ActivityOptions {
-	return identityActivityOptions(summary, 8)
-}
-
 func identityActivityOptions(summary string, attempts int32) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
@@ -284,7 +274,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	x.st.Roles = identity.RoleNames(d.Roles)
 	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
 	var creds activities.EnsureCredentialsResult
-	err = identityCall(ctx, credentialsOptions("credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
+	err = identityCall(ctx, keycloakOptions("credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
 		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate, Fresh: fresh,
 	}).Get(ctx, &creds)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/odaflow/odaflow/activities"
 	"github.com/odaflow/odaflow/identity"
+	"github.com/odaflow/odaflow/oda"
 )
 
 // icHubSpec is an IdentityConfig naming both hub APIs, as the Component
@@ -288,5 +289,35 @@ func TestIdentityConfigWithoutAListenerDoesNotRetryOnABackoff(t *testing.T) {
 				t.Errorf("Ready condition reason = %v, want %s", reason, activities.ErrTypeListenerMisconfigured)
 			}
 		})
+	}
+}
+
+// A Component's IdentityConfig records no HubRegistered for the
+// subscriptions of its first install from baseline level 2 on: they are
+// part of its first Ready, which its Component's Event tells.
+func TestIdentityConfigOfAComponentSubscribesQuietly(t *testing.T) {
+	for _, tc := range []struct {
+		level workflow.Version
+		want  string
+	}{
+		{baselineLevel, ""},
+		{baselineFolded, "HubRegistered,HubRegistered,Ready"},
+	} {
+		env, f := newIdentityEnv(t)
+		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
+		ev := icEvent("h1", icHubSpec())
+		ev.Labels = map[string]string{oda.LabelComponentName: testName}
+		at(env, time.Second, SignalResourceEvent, ev)
+		at(env, time.Minute, SignalResourceEvent, ResourceEvent{UID: "ic-uid", Deleted: true})
+		runIdentity(env, time.Hour)
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		if n := f.hub.Registrations(); n != 2 {
+			t.Errorf("level %d: hub registrations = %d, want 2", tc.level, n)
+		}
+		if got := strings.Join(f.events(), ","); got != tc.want {
+			t.Errorf("level %d: events = %q, want %q", tc.level, got, tc.want)
+		}
 	}
 }

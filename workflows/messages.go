@@ -53,6 +53,9 @@ type ResourceEvent struct {
 	Deleting bool `json:"deleting,omitempty"`
 	// Deleted is true when the object is gone from the apiserver.
 	Deleted bool `json:"deleted,omitempty"`
+	// ResourceVersion is the object's version this event was made from. It
+	// guards a lifecycle's first status write (WriteStatusInput).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// Exposure is what an ExposedAPI's workflow needs from the cluster
 	// around it, read by the watcher from its caches so that the workflow
 	// makes no list calls.

@@ -15,13 +15,15 @@ import (
 // handled, and the failure streak. It travels through Continue-As-New inside
 // each workflow's own state.
 type ResourceState struct {
-	UID         string            `json:"uid"`
-	Generation  int64             `json:"generation"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Spec        map[string]any    `json:"spec,omitempty"`
-	Finalizers  []string          `json:"finalizers,omitempty"`
-	Deleting    bool              `json:"deleting,omitempty"`
+	UID string `json:"uid"`
+	// ResourceVersion is the object's version in the latest event.
+	ResourceVersion string            `json:"resourceVersion,omitempty"`
+	Generation      int64             `json:"generation"`
+	Labels          map[string]string `json:"labels,omitempty"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
+	Spec            map[string]any    `json:"spec,omitempty"`
+	Finalizers      []string          `json:"finalizers,omitempty"`
+	Deleting        bool              `json:"deleting,omitempty"`
 	// Hash is the desired state last received, DoneHash the one last
 	// handled: equal hashes mean nothing to do.
 	Hash     string `json:"hash"`
@@ -163,6 +165,7 @@ func (r *resourceLoop) onEvent(ev ResourceEvent) {
 		return
 	}
 	r.st.UID = ev.UID
+	r.st.ResourceVersion = ev.ResourceVersion
 	r.st.Finalizers = ev.Finalizers
 	r.st.Deleting = ev.Deleting
 	if ev.Hash == r.st.Hash {
@@ -249,6 +252,7 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	fence := statusFence(ctx, r.st.StatusFence)
 	err := kubeCall(ctx, "report "+phase, kube.WriteStatus, activities.WriteStatusInput{
 		Ref: r.ref, UID: r.st.UID, Status: status, ObservedHash: r.st.Hash, Event: event, Replace: r.st.Phase != "", Fence: fence,
+		ResourceVersion: firstWriteVersion(r.st.Phase == "", r.st.ResourceVersion),
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver refused for minutes; try the whole step again later.
@@ -257,6 +261,15 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	}
 	r.st.Phase, r.st.Condition, r.st.Failure = phase, &cond, failure
 	r.st.StatusFence = fence.String()
+}
+
+// firstWriteVersion is the resourceVersion that guards a lifecycle's first
+// status write (empty for any later one, which its fence guards).
+func firstWriteVersion(first bool, resourceVersion string) string {
+	if !first {
+		return ""
+	}
+	return resourceVersion
 }
 
 // statusFence is the fence of a status write this workflow task makes,

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"time"
@@ -25,9 +26,11 @@ var transientRepeats = []time.Duration{20 * time.Millisecond, 40 * time.Millisec
 // cannot forget them.
 //
 // POST is never repeated: a create is not idempotent (an Event would be
-// recorded twice). A conflict on a write guarded by a resourceVersion is
-// repeated too and fails again quickly; the caller re-reads (see
-// activities.Kube.fencedMerge).
+// recorded twice). A conflict is repeated because the unguarded writes
+// (server-side applies, merge patches) can succeed on a second try; a write
+// guarded by a resourceVersion cannot, and its caller marks its context
+// with GuardedWrite so that a conflict goes straight back to it to re-read
+// (activities.Kube.fencedMerge).
 type retryTransient struct {
 	next http.RoundTripper
 }
@@ -38,13 +41,24 @@ func RetryTransient(next http.RoundTripper) http.RoundTripper {
 	return retryTransient{next: next}
 }
 
+type guardedWriteKey struct{}
+
+// GuardedWrite marks a context whose apiserver writes carry a
+// resourceVersion: a 409 answer is final for them (the object changed, and
+// only a fresh read helps), so the transport does not repeat it.
+func GuardedWrite(ctx context.Context) context.Context {
+	return context.WithValue(ctx, guardedWriteKey{}, true)
+}
+
 func (t retryTransient) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !repeatable(req) {
 		return t.next.RoundTrip(req)
 	}
+	guarded, _ := req.Context().Value(guardedWriteKey{}).(bool)
 	for attempt := 0; ; attempt++ {
 		resp, err := t.next.RoundTrip(req)
-		if err != nil || !transientStatus(resp.StatusCode) || attempt == len(transientRepeats) {
+		if err != nil || !transientStatus(resp.StatusCode) || attempt == len(transientRepeats) ||
+			guarded && resp.StatusCode == http.StatusConflict {
 			return resp, err
 		}
 		// Drain and close, so that the connection is reused for the repeat.

@@ -88,6 +88,9 @@ func TestRetryTransientRepeatsIdempotentRequests(t *testing.T) {
 	del := func(ctx context.Context, cs kubernetes.Interface) error {
 		return cs.CoreV1().ConfigMaps("ns").Delete(ctx, "cm", metav1.DeleteOptions{})
 	}
+	guardedPatch := func(ctx context.Context, cs kubernetes.Interface) error {
+		return patch(GuardedWrite(ctx), cs)
+	}
 	tests := []struct {
 		name      string
 		call      func(context.Context, kubernetes.Interface) error
@@ -104,6 +107,8 @@ func TestRetryTransientRepeatsIdempotentRequests(t *testing.T) {
 		{"invalid is final", patch, []int{422, 200}, 1, 422},
 		{"not found is final", get, []int{404, 200}, 1, 404},
 		{"a create is never repeated", create, []int{503, 201}, 1, 503},
+		{"a guarded write's conflict is final", guardedPatch, []int{409, 200}, 1, 409},
+		{"a guarded write repeats other transient answers", guardedPatch, []int{503, 200}, 2, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
