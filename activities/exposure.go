@@ -99,16 +99,28 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 		}
 		res.Applied = nil
 	} else if !in.SkipApply {
+		// Adding the finalizer changes the object: the first status write
+		// is then guarded by the version it made, not the one the workflow
+		// saw (which would only cost a conflict and a read).
+		var version string
 		if e.Config.Gateway == gateway.GatewayKongAdmin {
-			if err := e.exposeKongAdmin(ctx, in.API); err != nil {
+			v, err := e.exposeKongAdmin(ctx, in.API)
+			if err != nil {
 				return res, err
 			}
+			version = v
 		}
-		applied, err := e.apply(ctx, in.API, spec, in.Applied)
+		applied, v, err := e.apply(ctx, in.API, spec, in.Applied)
 		if err != nil {
 			return res, err
 		}
 		res.Applied = applied
+		if v != "" {
+			version = v
+		}
+		if version != "" && in.ResourceVersion != "" {
+			in.ResourceVersion = version
+		}
 	}
 
 	status := map[string]any{}
@@ -196,10 +208,12 @@ func derefIngress(in *gateway.Ingress) gateway.Ingress {
 // apply server-side-applies the desired gateway objects and deletes the
 // previously applied ones that are no longer desired (a policy switched
 // off removes its plugin).
-func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec, previous []ObjectRef) ([]ObjectRef, error) {
+// It answers the ExposedAPI's new resourceVersion when it added the
+// finalizer (objects it cannot own need it).
+func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec, previous []ObjectRef) ([]ObjectRef, string, error) {
 	objs, err := gateway.Desired(e.Config, api, spec)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
+		return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
 	}
 	var applied []ObjectRef
 	unowned := false
@@ -207,23 +221,24 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 		u := &unstructured.Unstructured{Object: o.Object}
 		ri, err := e.resource(u.GetAPIVersion(), u.GetKind(), u.GetNamespace())
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		body, err := json.Marshal(u.Object)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
+			return nil, "", fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 		force := true
 		out, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
 		if err != nil {
-			return nil, kubeError(fmt.Sprintf("apply %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), err)
+			return nil, "", kubeError(fmt.Sprintf("apply %s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName()), err)
 		}
 		applied = append(applied, ObjectRef{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(out.GetUID()), Owned: o.Owned})
 		unowned = unowned || !o.Owned
 	}
+	var version string
 	if unowned {
-		if err := e.ensureFinalizer(ctx, api); err != nil {
-			return nil, err
+		if version, err = e.ensureFinalizer(ctx, api); err != nil {
+			return nil, "", err
 		}
 	}
 	keep := map[string]bool{}
@@ -231,30 +246,33 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 		keep[r.key()] = true
 	}
 	if err := e.deleteObjects(ctx, previous, keep); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return applied, nil
+	return applied, version, nil
 }
 
 // exposeKongAdmin publishes the API through Kong's Admin API. The
 // finalizer comes first: Kong's entities live outside the cluster, so only
 // the finalizer makes a deletion wait for Unexpose to remove them, even one
 // that arrives while this call is under way.
-func (e *Exposure) exposeKongAdmin(ctx context.Context, api gateway.API) error {
+func (e *Exposure) exposeKongAdmin(ctx context.Context, api gateway.API) (string, error) {
 	if e.Kong == nil {
-		return temporal.NewNonRetryableApplicationError(
+		return "", temporal.NewNonRetryableApplicationError(
 			"the kong-admin gateway needs the Kong Admin API URL (Exposure.Kong is not configured)", ErrTypeInvalid, nil)
 	}
-	if err := e.ensureFinalizer(ctx, api); err != nil {
-		return err
+	version, err := e.ensureFinalizer(ctx, api)
+	if err != nil {
+		return "", err
 	}
-	_, err := e.Kong.Sync(ctx, KongSyncInput{Config: e.Config, API: api})
-	return err
+	if _, err := e.Kong.Sync(ctx, KongSyncInput{Config: e.Config, API: api}); err != nil {
+		return "", err
+	}
+	return version, nil
 }
 
 // ensureFinalizer adds odaflow's finalizer to the ExposedAPI.
-func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) error {
-	return e.Kube.EnsureFinalizer(ctx, EnsureFinalizerInput{Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: api.Namespace, Name: api.Name}, UID: api.UID})
+func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) (string, error) {
+	return e.Kube.applyFinalizer(ctx, EnsureFinalizerInput{Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: api.Namespace, Name: api.Name}, UID: api.UID})
 }
 
 func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map[string]bool) error {

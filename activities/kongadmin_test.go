@@ -195,7 +195,7 @@ func TestKongAdminToken(t *testing.T) {
 func TestExposureKongAdminWiring(t *testing.T) {
 	t.Run("kong-admin without a client fails for good", func(t *testing.T) {
 		e := &Exposure{Config: kongCfg}
-		err := e.exposeKongAdmin(context.Background(), kongAPI(nil))
+		_, err := e.exposeKongAdmin(context.Background(), kongAPI(nil))
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || !appErr.NonRetryable() || !strings.Contains(err.Error(), "Kong Admin API URL") {
 			t.Errorf("err = %v", err)

@@ -552,22 +552,29 @@ type EnsureFinalizerInput struct {
 // conflicts with the Component that owns the spec, and the uid in the body
 // makes it fail (409) rather than touch a new object under the same name.
 func (k *Kube) EnsureFinalizer(ctx context.Context, in EnsureFinalizerInput) error {
+	_, err := k.applyFinalizer(ctx, in)
+	return err
+}
+
+// applyFinalizer is EnsureFinalizer, answering the object's new
+// resourceVersion.
+func (k *Kube) applyFinalizer(ctx context.Context, in EnsureFinalizerInput) (string, error) {
 	kind, ok := oda.KindByName(in.Ref.Kind)
 	if !ok {
-		return temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
+		return "", temporal.NewNonRetryableApplicationError("unknown kind "+in.Ref.Kind, ErrTypeInvalid, nil)
 	}
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": oda.APIVersion, "kind": kind.Name,
 		"metadata": map[string]any{"name": in.Ref.Name, "namespace": in.Ref.Namespace, "uid": in.UID, "finalizers": []string{oda.Finalizer}},
 	})
 	if err != nil {
-		return fmt.Errorf("encode finalizer apply: %w", err)
+		return "", fmt.Errorf("encode finalizer apply: %w", err)
 	}
 	force := true
-	_, err = k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
+	out, err := k.Dynamic.Resource(kind.GVR()).Namespace(in.Ref.Namespace).Patch(ctx, in.Ref.Name, types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: oda.FieldManager + "-finalizer", Force: &force})
 	if err != nil {
-		return kubeError("add finalizer to "+in.Ref.String(), err)
+		return "", kubeError("add finalizer to "+in.Ref.String(), err)
 	}
-	return nil
+	return out.GetResourceVersion(), nil
 }
