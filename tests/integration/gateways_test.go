@@ -365,6 +365,7 @@ func runGatewayLifecycle(t *testing.T, c gatewayCase) {
 	}
 	comp := fixtures.WithoutAPI(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)), "promotionmanagement")
 	comp = fixtures.WithGatewayConfiguration(comp, "productcatalogmanagement", fixtures.PluginPolicies())
+	conflictsBefore := kubeRequestsBy(t, gs.metricsURL, "method", "code")["PATCH 409"]
 	start := time.Now()
 	create(t, oda.KindComponent, comp)
 
@@ -414,6 +415,14 @@ func runGatewayLifecycle(t *testing.T, c gatewayCase) {
 		return st != "" && st != oda.StatusCompCon && st != oda.StatusFailed, "deployment_status=" + st
 	})
 	t.Logf("%s: installed, every API exposed and ready, Component past CompCon after %s", c.gateway, time.Since(start).Round(time.Millisecond))
+	// Adding the finalizer changed each ExposedAPI before its first status
+	// write; that write is guarded by the version the finalizer made, so
+	// no write of the install conflicts, not even with itself. (Only
+	// writes: the metric is process-wide, and the test's own creates of
+	// namespaces that exist answer 409 too.)
+	if n := kubeRequestsBy(t, gs.metricsURL, "method", "code")["PATCH 409"] - conflictsBefore; n != 0 {
+		t.Errorf("%s install: %v patches answered 409", c.gateway, n)
+	}
 
 	// The implementation goes down and comes back: ready follows both ways.
 	impl := gatewayTestAPIs[coreAPI]

@@ -211,6 +211,15 @@ func ensureProxyService(t *testing.T, p proxyService, ip string) {
 // codes) from the worker's /metrics, by method.
 func kubeRequestsTotal(t *testing.T, metricsURL string) map[string]float64 {
 	t.Helper()
+	return kubeRequestsBy(t, metricsURL, "method")
+}
+
+// kubeRequestsBy scrapes odaflow_kube_requests_total from the worker's
+// /metrics (process-wide: the test's own requests are in it too), summed by
+// the values of the given labels joined with a space ("PATCH 409" for
+// method and code).
+func kubeRequestsBy(t *testing.T, metricsURL string, labels ...string) map[string]float64 {
+	t.Helper()
 	var resp *http.Response
 	var err error
 	for range 50 { // the server starts in the background
@@ -231,7 +240,7 @@ func kubeRequestsTotal(t *testing.T, metricsURL string) map[string]float64 {
 		if !strings.HasPrefix(line, "odaflow_kube_requests_total{") {
 			continue
 		}
-		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "odaflow_kube_requests_total{"), "} ")
+		pairs, value, ok := strings.Cut(strings.TrimPrefix(line, "odaflow_kube_requests_total{"), "} ")
 		if !ok {
 			continue
 		}
@@ -239,13 +248,17 @@ func kubeRequestsTotal(t *testing.T, metricsURL string) map[string]float64 {
 		if err != nil {
 			continue
 		}
-		method := "?"
-		for _, kv := range strings.Split(labels, ",") {
-			if k, val, _ := strings.Cut(kv, "="); k == "method" {
-				method = strings.Trim(val, `"`)
+		got := map[string]string{}
+		for _, kv := range strings.Split(pairs, ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				got[k] = strings.Trim(val, `"`)
 			}
 		}
-		out[method] += v
+		key := make([]string, len(labels))
+		for i, l := range labels {
+			key[i] = got[l]
+		}
+		out[strings.Join(key, " ")] += v
 	}
 	return out
 }
