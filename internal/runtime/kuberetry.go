@@ -30,7 +30,8 @@ var transientRepeats = []time.Duration{20 * time.Millisecond, 40 * time.Millisec
 // (server-side applies, merge patches) can succeed on a second try; a write
 // guarded by a resourceVersion cannot, and its caller marks its context
 // with GuardedWrite so that a conflict goes straight back to it to re-read
-// (activities.Kube.fencedMerge).
+// (activities.Kube.WriteStatus: a lifecycle's first status write, and
+// fencedMerge).
 type retryTransient struct {
 	next http.RoundTripper
 }
