@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,32 +76,34 @@ type ApplyChildrenResult struct {
 // the initial status of new notification children and deletes children that
 // are no longer desired.
 func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyChildrenResult, error) {
-	var out ApplyChildrenResult
-	for _, c := range in.Children {
+	kinds := make([]oda.Kind, len(in.Children))
+	for i, c := range in.Children {
 		kind, ok := oda.KindByName(c.Kind)
 		if !ok {
-			return out, temporal.NewNonRetryableApplicationError("unknown child kind "+c.Kind, ErrTypeInvalid, nil)
+			return ApplyChildrenResult{}, temporal.NewNonRetryableApplicationError("unknown child kind "+c.Kind, ErrTypeInvalid, nil)
 		}
-		obj := &unstructured.Unstructured{Object: oda.ChildObject(in.Owner, c)}
-		body, err := json.Marshal(obj.Object)
-		if err != nil {
-			return out, fmt.Errorf("encode %s %s: %w", c.Kind, c.Name, err)
+		kinds[i] = kind
+	}
+	// The children are independent objects: applied together, the last
+	// ExposedAPI exists (and its own workflow starts) one round trip after
+	// the first instead of one per sibling.
+	applied := make([]AppliedChild, len(in.Children))
+	errs := make([]error, len(in.Children))
+	var g errgroup.Group
+	g.SetLimit(maxParallelApplies)
+	for i, c := range in.Children {
+		g.Go(func() error {
+			applied[i], errs[i] = k.applyChild(ctx, in.Owner, kinds[i], c)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	var out ApplyChildrenResult
+	for i := range in.Children {
+		if errs[i] != nil {
+			return out, errs[i] // the first failing child in input order
 		}
-		force := true
-		res := k.Dynamic.Resource(kind.GVR()).Namespace(in.Owner.Namespace)
-		applied, err := res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
-		if err != nil {
-			return out, kubeError(fmt.Sprintf("apply %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
-		}
-		status, _, _ := unstructured.NestedMap(applied.Object, "status")
-		if c.InitialStatus != nil && kind.HasStatusSubresource && len(status) == 0 {
-			patch, _ := json.Marshal(map[string]any{"status": c.InitialStatus})
-			if _, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status"); err != nil {
-				return out, kubeError(fmt.Sprintf("initialise status of %s %s/%s", c.Kind, in.Owner.Namespace, c.Name), err)
-			}
-			status = c.InitialStatus
-		}
-		out.Children = append(out.Children, AppliedChild{Kind: c.Kind, Name: c.Name, UID: string(applied.GetUID()), Status: status})
+		out.Children = append(out.Children, applied[i])
 	}
 	for _, ref := range in.Delete {
 		kind, ok := oda.KindByName(ref.Kind)
@@ -114,6 +117,34 @@ func (k *Kube) ApplyChildren(ctx context.Context, in ApplyChildrenInput) (ApplyC
 		}
 	}
 	return out, nil
+}
+
+// maxParallelApplies bounds the applies one ApplyChildren has in flight.
+const maxParallelApplies = 8
+
+// applyChild server-side-applies one child and, for a new notification
+// child, sets its initial status.
+func (k *Kube) applyChild(ctx context.Context, owner oda.Owner, kind oda.Kind, c oda.Child) (AppliedChild, error) {
+	obj := &unstructured.Unstructured{Object: oda.ChildObject(owner, c)}
+	body, err := json.Marshal(obj.Object)
+	if err != nil {
+		return AppliedChild{}, fmt.Errorf("encode %s %s: %w", c.Kind, c.Name, err)
+	}
+	force := true
+	res := k.Dynamic.Resource(kind.GVR()).Namespace(owner.Namespace)
+	applied, err := res.Patch(ctx, c.Name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager, Force: &force})
+	if err != nil {
+		return AppliedChild{}, kubeError(fmt.Sprintf("apply %s %s/%s", c.Kind, owner.Namespace, c.Name), err)
+	}
+	status, _, _ := unstructured.NestedMap(applied.Object, "status")
+	if c.InitialStatus != nil && kind.HasStatusSubresource && len(status) == 0 {
+		patch, _ := json.Marshal(map[string]any{"status": c.InitialStatus})
+		if _, err := res.Patch(ctx, c.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: oda.FieldManager}, "status"); err != nil {
+			return AppliedChild{}, kubeError(fmt.Sprintf("initialise status of %s %s/%s", c.Kind, owner.Namespace, c.Name), err)
+		}
+		status = c.InitialStatus
+	}
+	return AppliedChild{Kind: c.Kind, Name: c.Name, UID: string(applied.GetUID()), Status: status}, nil
 }
 
 // WriteStatusInput is a status write on one ODA resource.
