@@ -153,6 +153,17 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (pg *Postgres, err er
 	})
 }
 
+// Pid is the postmaster's process id (0 when stopped); each client
+// connection is served by a child of it.
+func (pg *Postgres) Pid() int {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.proc == nil || pg.proc.exited() {
+		return 0
+	}
+	return pg.proc.Pid()
+}
+
 // Address is host:port.
 func (pg *Postgres) Address() string { return fmt.Sprintf("%s:%d", pg.Host, pg.Port) }
 

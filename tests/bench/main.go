@@ -25,11 +25,13 @@ import (
 
 	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/workflows"
 )
 
 // Result is one run's figures.
 type Result struct {
 	N                      int                `json:"n"`
+	Temporal               string             `json:"temporal"`
 	ChildrenCreated        Percentiles        `json:"applyToChildrenCreatedSeconds"`
 	AllExposed             Percentiles        `json:"applyToAllAPIsExposedSeconds"`
 	WallSeconds            float64            `json:"wallSeconds"`
@@ -62,9 +64,14 @@ func main() {
 	window := flag.Int("storm-window", 200, "storm: at most this many Components created and not yet Complete")
 	stormBudget := flag.Duration("storm-budget", 0, "storm: stop creating Components after this long and restart with those (0: create all -storm)")
 	stormTimeout := flag.Duration("storm-timeout", 4*time.Hour, "storm: give up if the Components are not all Complete after this long")
+	temporalKind := flag.String("temporal", "dev", "the Temporal server: dev (temporal server start-dev, sqlite file) or production (temporal-server on PostgreSQL, as tests/production runs it)")
 	flag.Parse()
+	if *temporalKind != "dev" && *temporalKind != "production" {
+		fmt.Fprintf(os.Stderr, "bench: -temporal must be dev or production, not %q\n", *temporalKind)
+		os.Exit(2)
+	}
 	ctx := context.Background()
-	env, stop, err := setup(ctx)
+	env, stop, err := setup(ctx, *temporalKind == "production")
 	if err == nil {
 		if *storm > 0 {
 			err = runStorm(ctx, env, *storm, *window, *stormBudget, *stormTimeout, *out)
@@ -81,7 +88,7 @@ func main() {
 
 // setup builds odaflow and starts the local stack, the Keycloak double and
 // the ingress Service; stop tears them down.
-func setup(ctx context.Context) (env *benchEnv, stop func(), err error) {
+func setup(ctx context.Context, production bool) (env *benchEnv, stop func(), err error) {
 	var cleanups []func()
 	stop = func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
@@ -125,21 +132,32 @@ func setup(ctx context.Context) (env *benchEnv, stop func(), err error) {
 		return nil, stop, err
 	}
 	cleanups = append(cleanups, func() { _ = kube.Stop() })
-	// A file database (WAL, synchronous=normal) rather than memory: under
-	// a 1,000-Component burst on a loaded machine the in-memory dev server
-	// wedged for good, answering every call with sqlite's "interrupted (9)".
-	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), Persist: true, TemporalExtraArgs: fastPoll})
-	if err != nil {
-		return nil, stop, err
+	var temporal *localstack.Temporal
+	var postgres *localstack.Postgres
+	kind := "dev server, sqlite file (WAL, synchronous=normal)"
+	if production {
+		if postgres, temporal, err = startProductionTemporal(ctx, work, &cleanups); err != nil {
+			return nil, stop, err
+		}
+		kind = "temporal-server on PostgreSQL (tests/production's settings)"
+	} else {
+		// A file database (WAL, synchronous=normal) rather than memory:
+		// under a 1,000-Component burst on a loaded machine the in-memory
+		// dev server wedged for good, answering every call with sqlite's
+		// "interrupted (9)".
+		temporal, err = localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(work, "temporal"), Persist: true})
+		if err != nil {
+			return nil, stop, err
+		}
+		cleanups = append(cleanups, func() { _ = temporal.Stop() })
 	}
-	cleanups = append(cleanups, func() { _ = temporal.Stop() })
 	tc, err := temporal.Dial(ctx)
 	if err != nil {
 		return nil, stop, err
 	}
 	cleanups = append(cleanups, tc.Close)
 	env = &benchEnv{
-		kube: kube, temporal: temporal, tc: tc, bin: bin, work: work, root: root,
+		kube: kube, temporal: temporal, postgres: postgres, temporalKind: kind, tc: tc, bin: bin, work: work, root: root,
 		dyn:  dynamic.NewForConfigOrDie(kube.RESTConfig),
 		core: kubernetes.NewForConfigOrDie(kube.RESTConfig),
 	}
@@ -196,21 +214,48 @@ func writeResults(root, out, file string, results any) error {
 	return nil
 }
 
-var fastPoll = []string{
-	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
-	"--dynamic-config-value", "history.transferProcessorMaxPollHostRPS=1000",
-	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
-	"--dynamic-config-value", "history.visibilityProcessorMaxPollRPS=1000",
-	"--dynamic-config-value", "history.visibilityProcessorMaxPollHostRPS=1000",
+// startProductionTemporal starts PostgreSQL and temporal-server as
+// tests/production does, with odaflow's search attributes.
+func startProductionTemporal(ctx context.Context, work string, cleanups *[]func()) (*localstack.Postgres, *localstack.Temporal, error) {
+	pgBin, err := localstack.FindPostgres()
+	if err != nil {
+		return nil, nil, err
+	}
+	serverDir, err := localstack.FindTemporalServer()
+	if err != nil {
+		return nil, nil, err
+	}
+	logs, err := os.Create(filepath.Join(work, "temporal-and-postgres.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	*cleanups = append(*cleanups, func() { _ = logs.Close() })
+	pg, err := localstack.StartPostgres(ctx, localstack.PostgresOptions{BinDir: pgBin, Logs: logs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start postgres: %w", err)
+	}
+	*cleanups = append(*cleanups, func() { _ = pg.Stop() })
+	attrs := map[string]string{}
+	for _, name := range workflows.SearchAttributeNames {
+		attrs[name] = "Keyword"
+	}
+	temporal, err := localstack.StartTemporalServer(ctx, localstack.TemporalServerOptions{Dir: serverDir, Postgres: pg, Logs: logs, SearchAttributes: attrs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start temporal-server: %w", err)
+	}
+	// Temporal goes before PostgreSQL: its connections would hold up
+	// PostgreSQL's shutdown.
+	*cleanups = append(*cleanups, func() { _ = temporal.Stop() })
+	return pg, temporal, nil
 }
 
 func printTable(results []Result) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "N\tchildren p50/p95/p99/max (s)\texposed p50/p95/p99/max (s)\twall (s)\tCPU s/Component\tCPU s (worker/watcher/temporal/apiserver)\tpeak RSS MiB (worker/watcher)\thistory events/Comp\tapiserver req/Comp\t409s")
+	fmt.Fprintln(w, "N\tchildren p50/p95/p99/max (s)\texposed p50/p95/p99/max (s)\twall (s)\tCPU s/Component\tCPU s (worker/watcher/temporal incl. its database/apiserver)\tpeak RSS MiB (worker/watcher)\thistory events/Comp\tapiserver req/Comp\t409s")
 	for _, r := range results {
 		fmt.Fprintf(w, "%d\t%s\t%s\t%.2f\t%.3f\t%.1f/%.1f/%.1f/%.1f\t%.0f/%.0f\t%.0f\t%.1f\t%d\n",
 			r.N, r.ChildrenCreated, r.AllExposed, r.WallSeconds, r.CPUSecondsPerComponent,
-			r.CPUSeconds["worker"], r.CPUSeconds["watcher"], r.CPUSeconds["temporal"], r.CPUSeconds["apiserver"],
+			r.CPUSeconds["worker"], r.CPUSeconds["watcher"], r.CPUSeconds["temporal"]+r.CPUSeconds["postgres"], r.CPUSeconds["apiserver"],
 			r.PeakRSSMiB["worker"], r.PeakRSSMiB["watcher"], r.HistoryEventsPerComp, r.KubeRequestsPerComp, r.Conflicts409)
 	}
 	_ = w.Flush()

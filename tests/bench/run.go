@@ -39,12 +39,17 @@ import (
 type benchEnv struct {
 	kube     *localstack.Kube
 	temporal *localstack.Temporal
-	tc       client.Client
-	bin      string
-	work     string
-	root     string
-	dyn      dynamic.Interface
-	core     kubernetes.Interface
+	// postgres is the production-shape Temporal server's database, nil on
+	// the dev server; its CPU is reported with Temporal's.
+	postgres *localstack.Postgres
+	// temporalKind names the Temporal server the figures were taken on.
+	temporalKind string
+	tc           client.Client
+	bin          string
+	work         string
+	root         string
+	dyn          dynamic.Interface
+	core         kubernetes.Interface
 	// keycloak is the identity platform's double, so the identity step
 	// runs as in production rather than failing for want of one.
 	keycloak *keycloak.Server
@@ -190,17 +195,55 @@ func (p *proc) stop() {
 	}
 }
 
-// cpuSeconds reads utime+stime of a process.
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
+// treeCPUSeconds is the CPU time of a process and of its descendants,
+// live ones (utime+stime) and reaped ones (cutime+cstime): PostgreSQL
+// serves each connection from a child process of its postmaster.
+func treeCPUSeconds(root int) float64 {
+	type proc struct {
+		ppid int
+		cpu  float64
 	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
-	ut, _ := strconv.ParseFloat(fields[11], 64)
-	st, _ := strconv.ParseFloat(fields[12], 64)
-	return (ut + st) / 100 // USER_HZ
+	procs := map[int]proc{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(b)
+		// Fields after "(comm) ": state is [0], ppid [1], utime [11],
+		// stime [12], cutime [13], cstime [14].
+		fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+		if len(fields) < 15 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		var ticks float64
+		for _, f := range fields[11:15] {
+			v, _ := strconv.ParseFloat(f, 64)
+			ticks += v
+		}
+		procs[pid] = proc{ppid: ppid, cpu: ticks / 100} // USER_HZ
+	}
+	inTree := func(pid int) bool {
+		for ; pid > 1; pid = procs[pid].ppid {
+			if pid == root {
+				return true
+			}
+		}
+		return false
+	}
+	total := 0.0
+	for pid, p := range procs {
+		if inTree(pid) {
+			total += p.cpu
+		}
+	}
+	return total
 }
 
 // peakRSSMiB reads VmHWM.
@@ -348,9 +391,12 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	}
 
 	pids := map[string]int{"worker": worker.cmd.Process.Pid, "watcher": watcher.cmd.Process.Pid, "temporal": e.temporal.Pid(), "apiserver": e.kube.Pids()["kube-apiserver"]}
+	if e.postgres != nil {
+		pids["postgres"] = e.postgres.Pid()
+	}
 	cpu0 := map[string]float64{}
 	for k, pid := range pids {
-		cpu0[k] = cpuSeconds(pid)
+		cpu0[k] = treeCPUSeconds(pid)
 	}
 	req0w, c0w, m0 := kubeRequestsByMethod(worker.addr)
 	byRes0 := metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total")
@@ -395,10 +441,10 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	// Let the last status writes (Component summaries) land before counting.
 	time.Sleep(2 * time.Second)
 
-	r := Result{N: n, WallSeconds: wall.Seconds(), CPUSeconds: map[string]float64{}, PeakRSSMiB: map[string]float64{}, Completed: int(exposedCount.Load()), Warmup: warmup}
+	r := Result{N: n, Temporal: e.temporalKind, WallSeconds: wall.Seconds(), CPUSeconds: map[string]float64{}, PeakRSSMiB: map[string]float64{}, Completed: int(exposedCount.Load()), Warmup: warmup}
 	total := 0.0
 	for k, pid := range pids {
-		r.CPUSeconds[k] = cpuSeconds(pid) - cpu0[k]
+		r.CPUSeconds[k] = treeCPUSeconds(pid) - cpu0[k]
 		total += r.CPUSeconds[k]
 	}
 	r.CPUSecondsPerComponent = total / float64(n)
