@@ -157,8 +157,10 @@ type component struct {
 	// share one status write.
 	settle       workflow.Future
 	cancelSettle workflow.CancelFunc
-	settling     bool
-	settleFired  bool
+	// settleFor is how long the pending settle timer was set for.
+	settleFor   time.Duration
+	settling    bool
+	settleFired bool
 	// deferredEvent is a Normal Event held back with a deferred write
 	// (deferProgress).
 	deferredEvent *activities.Event
@@ -343,10 +345,19 @@ func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bo
 // Complete and Failed are written at once.
 const progressDelay = time.Second
 
+// refreshDelay is how long a change that only refreshes the child entries
+// of an In-Progress phase already written waits (from baseline level 3):
+// under load each child is a second or more behind the previous one, and
+// writing every url as it comes costs a Component write (the largest
+// object, sent to every watcher) and a workflow task each; the phase shown
+// stays true meanwhile, and Complete brings every entry at once.
+const refreshDelay = 5 * time.Second
+
 // deferProgress defers a write whose phase is In-Progress until
-// progressDelay after the first write it deferred, gathering every change
-// meanwhile into one write; a Warning Event or a phase out of progress goes
-// out at once and takes the deferred changes with it.
+// progressDelay after the first write it deferred (refreshDelay when the
+// phase is already written and only child entries changed), gathering
+// every change meanwhile into one write; a Warning Event or a phase out of
+// progress goes out at once and takes the deferred changes with it.
 func (c *component) deferProgress(ctx workflow.Context, event *activities.Event) bool {
 	fired := c.settleFired
 	c.settleFired = false
@@ -359,17 +370,27 @@ func (c *component) deferProgress(ctx workflow.Context, event *activities.Event)
 	if event != nil && event.Type != "Normal" {
 		return false
 	}
-	if !oda.InProgress(oda.DeploymentStatus(c.status())) {
+	phase := oda.DeploymentStatus(c.status())
+	if !oda.InProgress(phase) {
 		return false
 	}
 	if event != nil {
 		c.deferredEvent = event
 	}
+	delay := progressDelay
+	if atBaseline(ctx, baselineQuietRefresh) && phase == c.st.DeploymentStatus && c.deferredEvent == nil {
+		delay = refreshDelay
+	}
 	c.statusDirty = true
 	c.settling = true
+	if c.settle != nil && delay < c.settleFor {
+		// A new phase does not wait for a refresh's longer delay.
+		c.cancelSettle()
+		c.settle = nil
+	}
 	if c.settle == nil {
 		timerCtx, cancel := workflow.WithCancel(ctx)
-		c.settle, c.cancelSettle = workflow.NewTimer(timerCtx, progressDelay), cancel
+		c.settle, c.cancelSettle, c.settleFor = workflow.NewTimer(timerCtx, delay), cancel, delay
 	}
 	return true
 }

@@ -522,3 +522,64 @@ func TestComponentCreatesCleanupChildrenWithTheFinalizer(t *testing.T) {
 		}
 	}
 }
+
+// Once an In-Progress phase is written, children that only add their urls
+// to it are written refreshDelay later, together; a new phase still goes
+// out progressDelay after it began, taking the pending entries with it. At
+// baseline level 2 each child's url was written a progressDelay after it
+// came.
+func TestComponentRefreshesAWrittenPhaseLessOften(t *testing.T) {
+	type write struct {
+		at    time.Duration
+		phase string
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name      string
+		level     workflow.Version
+		ready     []time.Duration // each ExposedAPI's, in exposedNames order
+		identity  time.Duration
+		wantWrite []write
+	}{
+		{
+			name: "refresh written after refreshDelay", level: baselineLevel,
+			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(10000)}, identity: ms(10500),
+			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(8000), oda.StatusCompCon}, {ms(10500), oda.StatusComplete}},
+		},
+		{
+			name: "a new phase does not wait for the refresh", level: baselineLevel,
+			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(6000)}, identity: ms(9000),
+			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(7000), oda.StatusIDConfOp}, {ms(9000), oda.StatusComplete}},
+		},
+		{
+			name: "at baseline level 2", level: baselineQuietProgress,
+			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(6000)}, identity: ms(9000),
+			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(4000), oda.StatusCompCon}, {ms(5500), oda.StatusCompCon}, {ms(7000), oda.StatusIDConfOp}, {ms(9000), oda.StatusComplete}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, f := newEnv(t)
+			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
+			start := env.Now()
+			at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
+			for i, n := range exposedNames {
+				at(env, tc.ready[i], SignalChildStatus, exposedReady(n))
+			}
+			at(env, tc.identity, SignalChildStatus, ChildStatus{Kind: oda.KindIdentityConfig.Name, Name: testName, UID: "uid-" + testName, IdentityProvider: "Keycloak"})
+			at(env, 30*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+			env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+			if err := env.GetWorkflowError(); err != nil {
+				t.Fatalf("workflow error: %v", err)
+			}
+			var got []write
+			for i, st := range f.statuses {
+				s, _ := st.Status["summary/status"].(map[string]any)
+				p, _ := s["deployment_status"].(string)
+				got = append(got, write{f.writtenAt[i].Sub(start), p})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantWrite) {
+				t.Errorf("writes = %v, want %v", got, tc.wantWrite)
+			}
+		})
+	}
+}

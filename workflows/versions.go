@@ -39,10 +39,15 @@ const (
 	// reaching its first phase (its Component's DeploymentStatus Event
 	// says so).
 	baselineQuietProgress workflow.Version = 2
+	// baselineQuietRefresh: once a Component's In-Progress phase is
+	// written, a change that only refreshes its child entries is written
+	// refreshDelay later (with whatever else changed meanwhile), not
+	// progressDelay; a new phase still waits only progressDelay.
+	baselineQuietRefresh workflow.Version = 3
 )
 
 // baselineLevel is the level a run started on this code records.
-const baselineLevel = baselineQuietProgress
+const baselineLevel = baselineQuietRefresh
 
 type baselineKey struct{}
 
