@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -70,7 +71,7 @@ func TestTemplateDefault(t *testing.T) {
 	if env["ODAFLOW_NAMESPACES"] != "components,odacompns-*" || env["ODAFLOW_GATEWAY"] != "istio" {
 		t.Errorf("worker env %v", env)
 	}
-	for _, k := range []string{"ODAFLOW_KEYCLOAK_URL", "ODAFLOW_VAULT_ADDRESS", "ODAFLOW_SERVICE_INVENTORY_URL", "ODAFLOW_KONG_ADMIN_URL"} {
+	for _, k := range []string{"ODAFLOW_KEYCLOAK_URL", "ODAFLOW_VAULT_ADDRESS", "ODAFLOW_SERVICE_INVENTORY_URL", "ODAFLOW_KONG_ADMIN_URL", "ODAFLOW_LISTENER_BASE_URL"} {
 		if _, ok := env[k]; ok {
 			t.Errorf("default worker env sets %s; the integration is off by default", k)
 		}
@@ -105,6 +106,8 @@ func TestTemplateFull(t *testing.T) {
 		"ODAFLOW_VAULT_TOKEN_FILE":      "/var/run/secrets/odaflow/vault/token",
 		"ODAFLOW_VAULT_SKIP_VERIFY":     "false",
 		"ODAFLOW_VAULT_CA_FILE":         "/var/run/secrets/odaflow/vault-ca/ca.crt",
+		"ODAFLOW_LISTENER_BASE_URL":     "http://odaflow-worker.canvas.svc:8080",
+		"ODAFLOW_LISTENER_KEY_FILE":     "/var/run/secrets/odaflow/listener/keys",
 	} {
 		if env[k] != v {
 			t.Errorf("worker env %s = %q, want %q", k, env[k], v)
@@ -141,11 +144,40 @@ func TestTemplateFull(t *testing.T) {
 		"/var/run/secrets/odaflow/vault-ca/ca.crt":          "vault-ca",
 		"/var/run/secrets/odaflow/temporal-tls/tls.crt":     "temporal-mtls",
 		"/var/run/secrets/odaflow/temporal-api-key/api-key": "temporal-api-key",
+		"/var/run/secrets/odaflow/listener/keys":            "listener-keys",
 	} {
 		dir := file[:strings.LastIndex(file, "/")]
 		if got := secretOf[mounts[dir]]; got != secret {
 			t.Errorf("%s: mounted from Secret %q, want %q", file, got, secret)
 		}
+	}
+
+	// The hubs reach the listener through the worker Service: its selector
+	// picks the worker pods, and its port leads to their http port.
+	svc := find(t, objs, "Service", "odaflow-worker")
+	podLabels := mapOf(get(worker, "spec", "template", "metadata", "labels"))
+	selector := mapOf(get(svc, "spec", "selector"))
+	if len(selector) == 0 {
+		t.Error("worker Service has no selector")
+	}
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("worker Service selects %s=%v; the worker pods have %v", k, v, podLabels[k])
+		}
+	}
+	for _, other := range []string{"odaflow-watcher", "odaflow-webhook"} {
+		labels := mapOf(get(find(t, objs, "Deployment", other), "spec", "template", "metadata", "labels"))
+		matches := true
+		for k, v := range selector {
+			matches = matches && labels[k] == v
+		}
+		if matches {
+			t.Errorf("worker Service also selects the %s pods", other)
+		}
+	}
+	ports := list(get(svc, "spec", "ports"))
+	if len(ports) != 1 || fmt.Sprint(mapOf(ports[0])["port"]) != "8080" || mapOf(ports[0])["targetPort"] != "http" {
+		t.Errorf("worker Service ports %v, want 8080 to http", ports)
 	}
 
 	// The Keycloak admin Secret is read through the API, never mounted, and
@@ -324,6 +356,7 @@ func TestTemplateRejects(t *testing.T) {
 		{[]string{"gateway.type=nginx"}, "gateway.type must be one of"},
 		{[]string{"gateway.type=kong-admin"}, "kong.adminURL is required"},
 		{[]string{"keycloak.enabled=true"}, "keycloak.adminSecret.name"},
+		{[]string{"identityListener.enabled=true"}, "identityListener.keySecret.name is required"},
 		{[]string{"vault.enabled=true"}, "vault.tokenSecret.name or vault.kubernetesAuthRole"},
 		{[]string{"webhook.sidecarInjection.enabled=true"}, "needs vault.enabled"},
 		{[]string{"rbac.scope=namespaced"}, "cannot grant access to glob namespaces"},

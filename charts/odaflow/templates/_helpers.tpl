@@ -241,3 +241,12 @@ cmd/odaflow/webhook.go (webhook) and the worker's Vault flags.
 - name: ODAFLOW_VAULT_SKIP_VERIFY
   value: {{ .Values.vault.skipVerify | toString | quote }}
 {{- end }}
+
+{{/* --listener-base-url: identityListener.baseURL, else the worker Service. */}}
+{{- define "odaflow.listenerBaseURL" -}}
+{{- if .Values.identityListener.baseURL -}}
+{{- .Values.identityListener.baseURL -}}
+{{- else -}}
+{{- printf "http://%s-worker.%s.svc:%v" (include "odaflow.fullname" .) .Release.Namespace .Values.identityListener.service.port -}}
+{{- end -}}
+{{- end }}
