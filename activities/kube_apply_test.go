@@ -11,9 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,36 +22,32 @@ import (
 	"github.com/odaflow/odaflow/oda"
 )
 
-// applyFixture is an apiserver that answers every apply with the object
-// named in it (uid "uid-<name>") once `together` applies are in flight at
-// the same time, so a sequential ApplyChildren never gets an answer; an
-// apply of a name in refuse is answered with a 422. (A fake clientset runs
-// its reactors one at a time, so it cannot show requests in parallel.)
-func applyFixture(t *testing.T, together int, refuse ...string) (*Kube, *atomic.Int32) {
+// applyServer is an apiserver that answers every apply with the object
+// named in it (uid "uid-<name>"), and an apply of a name in refuse with a
+// 422; it records the names applied, in order.
+type applyServer struct {
+	mu      sync.Mutex
+	applied []string
+}
+
+func (a *applyServer) names() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.applied)
+}
+
+func applyFixture(t *testing.T, refuse ...string) (*Kube, *applyServer) {
 	t.Helper()
-	var mu sync.Mutex
-	inFlight := 0
-	all := make(chan struct{})
-	var requests atomic.Int32
+	a := &applyServer{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
 		name := path.Base(r.URL.Path)
 		if r.Method != http.MethodPatch || r.Header.Get("Content-Type") != string(types.ApplyPatchType) {
 			http.Error(w, "want an apply", http.StatusMethodNotAllowed)
 			return
 		}
-		mu.Lock()
-		inFlight++
-		if inFlight == together {
-			close(all)
-		}
-		mu.Unlock()
-		select {
-		case <-all:
-		case <-time.After(5 * time.Second):
-			http.Error(w, "the other applies never came: the children were applied one at a time", http.StatusServiceUnavailable)
-			return
-		}
+		a.mu.Lock()
+		a.applied = append(a.applied, name)
+		a.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if slices.Contains(refuse, name) {
 			w.WriteHeader(http.StatusUnprocessableEntity)
@@ -70,7 +64,7 @@ func applyFixture(t *testing.T, together int, refuse ...string) (*Kube, *atomic.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Kube{Dynamic: dyn, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, &requests
+	return &Kube{Dynamic: dyn, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, a
 }
 
 func applyInput(names ...string) ApplyChildrenInput {
@@ -81,14 +75,17 @@ func applyInput(names ...string) ApplyChildrenInput {
 	return in
 }
 
-// A Component's children are applied together, and the result lists them
-// in the order asked for, whatever order the answers came in.
-func TestApplyChildrenAppliesSiblingsTogether(t *testing.T) {
+// A Component's children are applied in the order asked for, and the result
+// lists each with the uid the apiserver gave it.
+func TestApplyChildrenAppliesInOrder(t *testing.T) {
 	names := []string{"ctk-a", "ctk-b", "ctk-c", "ctk-d"}
-	k, _ := applyFixture(t, len(names))
+	k, srv := applyFixture(t)
 	res, err := k.ApplyChildren(context.Background(), applyInput(names...))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := srv.names(); !slices.Equal(got, names) {
+		t.Errorf("applied %v, want %v", got, names)
 	}
 	if len(res.Children) != len(names) {
 		t.Fatalf("children = %+v, want %d", res.Children, len(names))
@@ -100,10 +97,9 @@ func TestApplyChildrenAppliesSiblingsTogether(t *testing.T) {
 	}
 }
 
-// When children fail, the error names the first failing one in input
-// order, not whichever answer came first.
-func TestApplyChildrenReportsTheFirstFailingChild(t *testing.T) {
-	k, _ := applyFixture(t, 3, "ctk-c", "ctk-b")
+// A refused child stops the apply there, and the error names it.
+func TestApplyChildrenStopsAtARefusedChild(t *testing.T) {
+	k, srv := applyFixture(t, "ctk-b")
 	_, err := k.ApplyChildren(context.Background(), applyInput("ctk-a", "ctk-b", "ctk-c"))
 	if err == nil {
 		t.Fatal("no error, want the apply of ctk-b refused")
@@ -111,17 +107,20 @@ func TestApplyChildrenReportsTheFirstFailingChild(t *testing.T) {
 	if got, want := err.Error(), "apply ExposedAPI components/ctk-b"; !strings.HasPrefix(got, want) {
 		t.Errorf("error = %q, want it to start with %q", got, want)
 	}
+	if got := srv.names(); !slices.Equal(got, []string{"ctk-a", "ctk-b"}) {
+		t.Errorf("applied %v, want ctk-a and ctk-b only", got)
+	}
 }
 
 // An unknown kind is refused before anything is applied.
 func TestApplyChildrenRefusesAnUnknownKindBeforeApplying(t *testing.T) {
-	k, requests := applyFixture(t, 1)
+	k, srv := applyFixture(t)
 	in := applyInput("ctk-a")
 	in.Children = append(in.Children, oda.Child{Kind: "Gizmo", Name: "ctk-g"})
 	if _, err := k.ApplyChildren(context.Background(), in); err == nil {
 		t.Fatal("no error for an unknown kind")
 	}
-	if n := requests.Load(); n != 0 {
-		t.Errorf("requests = %d, want none before the kinds are known", n)
+	if got := srv.names(); len(got) != 0 {
+		t.Errorf("applied %v, want nothing before the kinds are known", got)
 	}
 }
