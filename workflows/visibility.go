@@ -27,6 +27,17 @@ var SearchAttributeNames = []string{
 	SearchAttrDeploymentStatus.GetName(),
 }
 
+// SearchAttributeTypes maps each of SearchAttributeNames to its type, as a
+// Temporal server takes them when it registers them (--search-attribute
+// name=Keyword).
+func SearchAttributeTypes() map[string]string {
+	m := make(map[string]string, len(SearchAttributeNames))
+	for _, name := range SearchAttributeNames {
+		m[name] = "Keyword"
+	}
+	return m
+}
+
 // SearchAttributesInput is a workflow input that can ask its workflow to
 // keep DeploymentStatus current. The watcher switches it on only when the
 // attributes are registered: an upsert of an unknown attribute fails the

@@ -19,19 +19,11 @@ import (
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"
+	"github.com/odaflow/odaflow/workflows"
 )
 
 //go:embed samples/component-productcatalog.yaml
 var sampleComponent []byte
-
-// SearchAttributes odaflow keeps current on its workflows; `make dev`
-// registers them so the Web UI can filter on them.
-var devSearchAttributes = map[string]string{
-	"OdaComponent":     "Keyword",
-	"K8sNamespace":     "Keyword",
-	"OdaKind":          "Keyword",
-	"DeploymentStatus": "Keyword",
-}
 
 func runDev(args []string) error {
 	fset := flag.NewFlagSet("odaflow dev", flag.ContinueOnError)
@@ -102,7 +94,7 @@ func runDev(args []string) error {
 
 	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
 		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
-		TemporalPort: 7233, TemporalUIPort: 8233, SearchAttributes: devSearchAttributes,
+		TemporalPort: 7233, TemporalUIPort: 8233, SearchAttributes: workflows.SearchAttributeTypes(),
 	})
 	if err != nil {
 		return fmt.Errorf("start the Temporal dev server: %w", err)

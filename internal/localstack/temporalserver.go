@@ -40,6 +40,23 @@ type TemporalServerOptions struct {
 	StartTimeout time.Duration
 }
 
+// StartTemporalOnPostgres starts PostgreSQL (Debian's, from pgBin) and
+// temporal-server (from serverDir) on it: Temporal as production runs it.
+// Both write to logs. Stop Temporal before PostgreSQL: its connections would
+// hold up PostgreSQL's shutdown.
+func StartTemporalOnPostgres(ctx context.Context, serverDir, pgBin string, logs io.Writer, searchAttributes map[string]string) (*Postgres, *Temporal, error) {
+	pg, err := StartPostgres(ctx, PostgresOptions{BinDir: pgBin, Logs: logs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("start postgres: %w", err)
+	}
+	t, err := StartTemporalServer(ctx, TemporalServerOptions{Dir: serverDir, Postgres: pg, Logs: logs, SearchAttributes: searchAttributes})
+	if err != nil {
+		_ = pg.Stop()
+		return nil, nil, fmt.Errorf("start temporal-server: %w", err)
+	}
+	return pg, t, nil
+}
+
 // FindTemporalServer resolves the folder of the production Temporal server:
 // $ODAFLOW_TEMPORAL_SERVER_DIR, else <repo root>/bin/temporal-server. It
 // never builds (a cold build takes 5-20 minutes): run

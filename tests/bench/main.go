@@ -230,22 +230,12 @@ func startProductionTemporal(ctx context.Context, work string, cleanups *[]func(
 		return nil, nil, err
 	}
 	*cleanups = append(*cleanups, func() { _ = logs.Close() })
-	pg, err := localstack.StartPostgres(ctx, localstack.PostgresOptions{BinDir: pgBin, Logs: logs})
+	attrs := workflows.SearchAttributeTypes()
+	pg, temporal, err := localstack.StartTemporalOnPostgres(ctx, serverDir, pgBin, logs, attrs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start postgres: %w", err)
+		return nil, nil, err
 	}
-	*cleanups = append(*cleanups, func() { _ = pg.Stop() })
-	attrs := map[string]string{}
-	for _, name := range workflows.SearchAttributeNames {
-		attrs[name] = "Keyword"
-	}
-	temporal, err := localstack.StartTemporalServer(ctx, localstack.TemporalServerOptions{Dir: serverDir, Postgres: pg, Logs: logs, SearchAttributes: attrs})
-	if err != nil {
-		return nil, nil, fmt.Errorf("start temporal-server: %w", err)
-	}
-	// Temporal goes before PostgreSQL: its connections would hold up
-	// PostgreSQL's shutdown.
-	*cleanups = append(*cleanups, func() { _ = temporal.Stop() })
+	*cleanups = append(*cleanups, func() { _ = pg.Stop() }, func() { _ = temporal.Stop() })
 	return pg, temporal, nil
 }
 

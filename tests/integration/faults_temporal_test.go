@@ -28,10 +28,7 @@ func TestTemporalServerRestartMidLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the Temporal CLI: %v", err)
 	}
-	attrs := map[string]string{}
-	for _, name := range workflows.SearchAttributeNames {
-		attrs[name] = "Keyword"
-	}
+	attrs := workflows.SearchAttributeTypes()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	temporal, err := localstack.StartTemporal(ctx, localstack.Options{ToolsDir: tools, DataDir: t.TempDir(), Persist: true, SearchAttributes: attrs})

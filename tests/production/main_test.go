@@ -123,23 +123,13 @@ func run(m *testing.M) int {
 		return fail("%v", err)
 	}
 	defer serverLogs.Close()
-	env.pg, err = localstack.StartPostgres(ctx, localstack.PostgresOptions{BinDir: pgBin, Logs: serverLogs})
+	attrs := workflows.SearchAttributeTypes()
+	env.pg, env.temporal, err = localstack.StartTemporalOnPostgres(ctx, serverDir, pgBin, serverLogs, attrs)
 	if err != nil {
-		return fail("start postgres: %v", err)
+		return fail("%v", err)
 	}
+	// Deferred in this order so Temporal stops before PostgreSQL.
 	defer env.pg.Stop()
-	attrs := map[string]string{}
-	for _, name := range workflows.SearchAttributeNames {
-		attrs[name] = "Keyword"
-	}
-	env.temporal, err = localstack.StartTemporalServer(ctx, localstack.TemporalServerOptions{
-		Dir: serverDir, Postgres: env.pg, Logs: serverLogs, SearchAttributes: attrs,
-	})
-	if err != nil {
-		return fail("start temporal-server: %v", err)
-	}
-	// Temporal goes before Postgres: its connections would hold up
-	// Postgres's shutdown.
 	defer env.temporal.Stop()
 	fmt.Fprintf(os.Stderr, "production: kube-apiserver, PostgreSQL and temporal-server ready in %s\n", time.Since(start).Round(time.Millisecond))
 
