@@ -92,8 +92,8 @@ fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "fuzz $$name in ./$$pkg for $(FUZZTIME)"; \
-		(cd $$pkg && $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test -test.run='^$$' -test.fuzz="^$$name\$$" \
-			-test.fuzztime=$(FUZZTIME) -test.fuzzminimizetime=$(FUZZMINIMIZETIME) -test.fuzzcachedir=$$cache/$$module/$$pkg) || exit 1; \
+		hack/fuzz.sh $$pkg $(CURDIR)/$(BIN)/fuzz/$$(echo $$pkg | tr / -).test $$name $(FUZZTIME) $(FUZZMINIMIZETIME) \
+			$$cache/$$module/$$pkg || exit 1; \
 	done
 
 ## contracts: the client libraries' own integration tests (an allow-list of
