@@ -327,8 +327,8 @@ func (k *Kube) Pids() map[string]int {
 	defer k.mu.Unlock()
 	m := map[string]int{}
 	for _, p := range []*process{k.etcd, k.api, k.kcm} {
-		if p != nil && !p.exited() {
-			m[p.name] = p.Pid()
+		if pid := livePid(p); pid != 0 {
+			m[p.name] = pid
 		}
 	}
 	return m

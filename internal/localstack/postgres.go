@@ -158,10 +158,7 @@ func StartPostgres(ctx context.Context, o PostgresOptions) (pg *Postgres, err er
 func (pg *Postgres) Pid() int {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	if pg.proc == nil || pg.proc.exited() {
-		return 0
-	}
-	return pg.proc.Pid()
+	return livePid(pg.proc)
 }
 
 // Address is host:port.

@@ -125,6 +125,15 @@ func (p *process) closeLog() {
 // Pid returns the process id (also the process group id).
 func (p *process) Pid() int { return p.cmd.Process.Pid }
 
+// livePid is p's process id while it runs, 0 when there is none or it
+// has exited.
+func livePid(p *process) int {
+	if p == nil || p.exited() {
+		return 0
+	}
+	return p.Pid()
+}
+
 // exited reports whether the process has terminated.
 func (p *process) exited() bool {
 	select {

@@ -211,10 +211,7 @@ func (t *Temporal) StartServer(ctx context.Context) error {
 func (t *Temporal) Pid() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.proc == nil || t.proc.exited() {
-		return 0
-	}
-	return t.proc.Pid()
+	return livePid(t.proc)
 }
 
 func waitTemporal(ctx context.Context, p *process, addr, namespace string) error {
