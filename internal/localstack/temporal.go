@@ -29,6 +29,15 @@ var fastPollDynamicConfig = []string{
 	"history.timerProcessorMaxPollRPS=1000",
 }
 
+// cachedSearchAttributes turns the search-attribute cache back on. The dev
+// server switches it off unless told otherwise, so that attributes added at
+// run time apply at once; it then reads the cluster metadata from sqlite on
+// every start and upsert (about 120 reads of cluster and namespace metadata per Component in the bench, on the
+// one connection every persistence call shares). odaflow's attributes are
+// registered when the server starts (Options.SearchAttributes), before any
+// workflow runs, so a cache refreshed every minute serves them as well.
+const cachedSearchAttributes = "system.forceSearchAttributesCacheRefreshOnRead=false"
+
 // Temporal is a running `temporal server start-dev`.
 type Temporal struct {
 	// Address is the frontend's host:port (gRPC).
@@ -114,6 +123,7 @@ func StartTemporal(ctx context.Context, o Options) (t *Temporal, err error) {
 	for _, v := range fastPollDynamicConfig {
 		args = append(args, "--dynamic-config-value", v)
 	}
+	args = append(args, "--dynamic-config-value", cachedSearchAttributes)
 	for _, name := range sortedKeys(o.SearchAttributes) {
 		args = append(args, "--search-attribute", name+"="+o.SearchAttributes[name])
 	}
