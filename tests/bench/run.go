@@ -295,6 +295,13 @@ type compTimes struct {
 	exposed  time.Time
 	seen     map[string]bool
 	ready    map[string]bool
+	// seenAt and exposedAt are when each API was first seen and first
+	// exposed (BENCH_TIMELINE).
+	seenAt, exposedAt map[string]time.Time
+}
+
+func newCompTimes() *compTimes {
+	return &compTimes{seen: map[string]bool{}, ready: map[string]bool{}, seenAt: map[string]time.Time{}, exposedAt: map[string]time.Time{}}
 }
 
 // warmupName is the Component each size applies, and waits for, before
@@ -339,16 +346,22 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		defer mu.Unlock()
 		t := times[comp]
 		if t == nil {
-			t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
+			t = newCompTimes()
 			times[comp] = t
 		}
 		t.seen[u.GetName()] = true
+		if _, ok := t.seenAt[u.GetName()]; !ok {
+			t.seenAt[u.GetName()] = now
+		}
 		if len(t.seen) == 3 && t.children.IsZero() {
 			t.children = now
 		}
 		url, _, _ := unstructured.NestedString(u.Object, "status", "apiStatus", "url")
 		rdy, _, _ := unstructured.NestedBool(u.Object, "status", "implementation", "ready")
 		t.ready[u.GetName()] = url != "" && rdy
+		if _, ok := t.exposedAt[u.GetName()]; !ok && url != "" && rdy {
+			t.exposedAt[u.GetName()] = now
+		}
 		count := 0
 		for _, r := range t.ready {
 			if r {
@@ -421,7 +434,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 			mu.Lock()
 			t := times[name]
 			if t == nil {
-				t = &compTimes{seen: map[string]bool{}, ready: map[string]bool{}}
+				t = newCompTimes()
 				times[name] = t
 			}
 			t.applied = applied
@@ -479,6 +492,11 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	mu.Unlock()
 	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
 	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
+	if os.Getenv("BENCH_TIMELINE") != "" {
+		mu.Lock()
+		writeTimeline(ctx, os.Stdout, e.tc, ns, times)
+		mu.Unlock()
+	}
 	if os.Getenv("BENCH_DEBUG") != "" && len(names) > 0 {
 		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("Component", ns, names[0]))
 		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("ExposedAPI", ns, names[0]+"-metrics"))
