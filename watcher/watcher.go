@@ -71,6 +71,13 @@ type Config struct {
 	// OdaKind and asks them to keep DeploymentStatus current; on only when
 	// the attributes are registered on the Temporal namespace.
 	SearchAttributes bool
+	// ChildStatusWindow gathers a Component's child-status signals: a
+	// change waits until this long after the first one its Component has
+	// pending, so that siblings changing together (a Component's APIs
+	// exposed one after another) reach its workflow back to back and
+	// Temporal hands them to one workflow task, not one task each. 0 sends
+	// every change at once.
+	ChildStatusWindow time.Duration
 }
 
 // Watcher is the event → signal bridge.
@@ -109,6 +116,9 @@ type Watcher struct {
 	// uids seen at their goal (so a lifecycle duration is observed once).
 	failed  map[key]bool
 	reached map[string]bool
+	// gatherUntil is, per Component ("namespace/name"), when its pending
+	// child statuses go out (ChildStatusWindow).
+	gatherUntil map[string]time.Time
 }
 
 type key struct {
@@ -148,6 +158,8 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 		firstAt: map[key]time.Time{},
 		failed:  map[key]bool{},
 		reached: map[string]bool{},
+
+		gatherUntil: map[string]time.Time{},
 	}
 	for _, kind := range oda.Kinds {
 		if kind == oda.KindPublishedNotification || kind == oda.KindSubscribedNotification {
@@ -292,8 +304,8 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 			w.enqueue(key{Kind: adoptionKind, Namespace: u.GetNamespace(), Name: u.GetName()}, recheck)
 		}
 		if kind != oda.KindComponent.Name {
-			if _, ok := ParentComponent(u); ok {
-				w.enqueue(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true}, recheck)
+			if parent, ok := ParentComponent(u); ok {
+				w.enqueueChildStatus(key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(), ToParent: true}, parent, recheck)
 			}
 		}
 	}
@@ -313,6 +325,39 @@ func (w *Watcher) enqueue(k key, recheck bool) {
 		w.lanes.markNews(k)
 	}
 	w.queue.Add(k)
+}
+
+// enqueueChildStatus queues a child's status for its Component at the end
+// of the Component's gathering window (Config.ChildStatusWindow), opened by
+// the first child change that finds none open. A re-check after a restart
+// goes at once: it is almost always found known and sends nothing.
+func (w *Watcher) enqueueChildStatus(k key, parent string, recheck bool) {
+	if recheck || w.cfg.ChildStatusWindow <= 0 {
+		w.enqueue(k, recheck)
+		return
+	}
+	now := time.Now()
+	component := k.Namespace + "/" + parent
+	w.mu.Lock()
+	until, open := w.gatherUntil[component]
+	if !open || !until.After(now) {
+		until = now.Add(w.cfg.ChildStatusWindow)
+		w.gatherUntil[component] = until
+	}
+	w.mu.Unlock()
+	w.lanes.markNews(k)
+	w.queue.AddAfter(k, until.Sub(now))
+}
+
+// closeGathering forgets a Component's window once it has passed, so the
+// map holds only the Components with child statuses on their way.
+func (w *Watcher) closeGathering(namespace, parent string) {
+	component := namespace + "/" + parent
+	w.mu.Lock()
+	if until, open := w.gatherUntil[component]; open && !until.After(time.Now()) {
+		delete(w.gatherUntil, component)
+	}
+	w.mu.Unlock()
 }
 
 // enqueuePathSiblings re-evaluates the other served ExposedAPIs whose
@@ -523,6 +568,7 @@ func (w *Watcher) syncParent(ctx context.Context, k key) error {
 		return err
 	}
 	parent, _ := ParentComponent(obj)
+	w.closeGathering(k.Namespace, parent)
 	cs := ChildStatusOf(k.Kind, obj)
 	digest := hashChild(cs)
 	w.mu.Lock()
@@ -572,6 +618,7 @@ func (w *Watcher) sendChildDeleted(ctx context.Context, k key) error {
 	w.mu.Lock()
 	uid, parent := w.uids[k], w.parents[k]
 	w.mu.Unlock()
+	w.closeGathering(k.Namespace, parent)
 	if uid != "" && parent != "" {
 		id := oda.WorkflowID(oda.KindComponent.Name, k.Namespace, parent)
 		err := w.temp.SignalWorkflow(ctx, id, "", workflows.SignalChildStatus, workflows.ChildStatus{Kind: k.Kind, Name: k.Name, UID: uid, Deleted: true})

@@ -158,6 +158,8 @@ type harnessOptions struct {
 	lifecycles map[string]Lifecycle
 	// searchAttributes is Config.SearchAttributes.
 	searchAttributes bool
+	// childStatusWindow is Config.ChildStatusWindow.
+	childStatusWindow time.Duration
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -223,7 +225,8 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	sig := newFakeSignaller()
 	sig.fail = o.fail
 	metrics := NewMetrics(prometheus.NewRegistry())
-	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes},
+	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
+		ChildStatusWindow: o.childStatusWindow},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -725,6 +728,79 @@ func TestWatcherChildStatusGoesToItsComponent(t *testing.T) {
 	if got := toParent(h.sig.snapshot()); len(got) != 2 {
 		t.Errorf("child-status signals: %s, want 2", describe(got))
 	}
+}
+
+func TestWatcherGathersAComponentsChildStatuses(t *testing.T) {
+	const ns = "components"
+	const window = time.Second
+	owned := func(kind oda.Kind, name string, parent *unstructured.Unstructured) *unstructured.Unstructured {
+		u := object(kind, ns, name, map[string]any{"canvasSystemRole": "Admin"})
+		u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: oda.APIVersion, Kind: "Component", Name: parent.GetName(), UID: parent.GetUID(), Controller: ptr.To(true)}})
+		return u
+	}
+	r1, r2 := object(oda.KindComponent, ns, "r1", tinySpec("1")), object(oda.KindComponent, ns, "r2", tinySpec("1"))
+	objs := []*unstructured.Unstructured{r1, r2, owned(oda.KindIdentityConfig, "r1", r1), owned(oda.KindIdentityConfig, "r1-extra", r1), owned(oda.KindIdentityConfig, "r2", r2)}
+	h := startHarness(t, harnessOptions{objects: objs, childStatusWindow: window})
+	h.sig.awaitCalls(t, len(objs)) // every resource's own lifecycle
+	windowsPassed := func() (bool, string) {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		return len(h.w.gatherUntil) == 0, fmt.Sprint(h.w.gatherUntil)
+	}
+	// The children's arrival opened windows too (their empty statuses are
+	// decided, not signalled): begin once they have passed and been
+	// forgotten.
+	h.eventually("the arrival windows forgotten", windowsPassed)
+	h.idle()
+
+	registered := func(u *unstructured.Unstructured) {
+		u.Object["status"] = map[string]any{"identityConfig": map[string]any{"identityProvider": "Keycloak", "listenerRegistered": true}}
+	}
+	began := time.Now()
+	h.update(oda.KindIdentityConfig, ns, "r1", registered)
+	h.eventually("r1's window open", func() (bool, string) {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		_, open := h.w.gatherUntil[ns+"/r1"]
+		return open, fmt.Sprint(h.w.gatherUntil)
+	})
+	// A sibling changing halfway through joins r1's open window.
+	time.Sleep(window / 2)
+	h.update(oda.KindIdentityConfig, ns, "r1-extra", registered)
+	h.update(oda.KindIdentityConfig, ns, "r2", registered)
+	isChild := func(c call) bool { return c.Signal == workflows.SignalChildStatus }
+	calls := h.sig.await(t, "3 child-status signals", func(c []call) bool {
+		n := 0
+		for _, x := range c {
+			if isChild(x) {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	at := map[string][]time.Time{}
+	for _, c := range calls {
+		if isChild(c) {
+			at[c.WorkflowID] = append(at[c.WorkflowID], c.At)
+		}
+	}
+	if len(at["Component/components/r1"]) != 2 || len(at["Component/components/r2"]) != 1 {
+		t.Fatalf("child-status signals per Component: %v, want r1: 2, r2: 1; calls: %s", at, describe(calls))
+	}
+	for id, times := range at {
+		for _, sent := range times {
+			// The window opened with the first change, after began.
+			if waited := sent.Sub(began); waited < window {
+				t.Errorf("%s told after %s, before its %s window closed", id, waited, window)
+			}
+		}
+	}
+	// r1's two children share r1's window: their signals go out together,
+	// not half a window apart.
+	if spread := at["Component/components/r1"][1].Sub(at["Component/components/r1"][0]); spread < 0 || spread >= window/4 {
+		t.Errorf("r1's two child statuses went out %s apart, want together", spread)
+	}
+	h.eventually("every window forgotten once passed", windowsPassed)
 }
 
 func TestWatcherChildStatusKnownAfterRestart(t *testing.T) {

@@ -113,6 +113,9 @@ type Watcher struct {
 	// SecretsCheckInterval is how often each Ready SecretsManagement's
 	// workflow compares Vault with the spec and repairs drift.
 	SecretsCheckInterval time.Duration
+	// ChildStatusWindow gathers the child-status signals of one Component
+	// (watcher.Config.ChildStatusWindow).
+	ChildStatusWindow time.Duration
 }
 
 func env(name, def string) string {
@@ -325,6 +328,9 @@ func (w *Watcher) Bind(fs *flag.FlagSet) {
 	fs.DurationVar(&w.IdentityCheckInterval, "identity-check-interval", check, "how often Keycloak is checked against each IdentityConfig and drift repaired (env ODAFLOW_IDENTITY_CHECK_INTERVAL)")
 	secretsCheck, _ := time.ParseDuration(env("ODAFLOW_SECRETS_CHECK_INTERVAL", "10m"))
 	fs.DurationVar(&w.SecretsCheckInterval, "secrets-check-interval", secretsCheck, "how often Vault is checked against each ready SecretsManagement and drift repaired (env ODAFLOW_SECRETS_CHECK_INTERVAL)")
+	window, _ := time.ParseDuration(env("ODAFLOW_CHILD_STATUS_WINDOW", "250ms"))
+	fs.DurationVar(&w.ChildStatusWindow, "child-status-window", window,
+		"how long a child's status change waits for its siblings' before their Component is told of them together, in one workflow task; 0 tells each at once (env ODAFLOW_CHILD_STATUS_WINDOW)")
 }
 
 // Validate checks the watcher's configuration.
@@ -338,6 +344,9 @@ func (w Watcher) Validate() error {
 	}
 	if w.SecretsCheckInterval < time.Minute {
 		errs = append(errs, fmt.Errorf("--secrets-check-interval %s must be at least 1m: each check calls Vault for every component", w.SecretsCheckInterval))
+	}
+	if w.ChildStatusWindow < 0 || w.ChildStatusWindow > 10*time.Second {
+		errs = append(errs, fmt.Errorf("--child-status-window %s must be between 0 and 10s: it delays every Component's status by up to that long", w.ChildStatusWindow))
 	}
 	return errors.Join(errs...)
 }
