@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -493,9 +494,14 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
 	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
 	if os.Getenv("BENCH_TIMELINE") != "" {
+		// A copy, so the informer is not held up while the histories are read.
 		mu.Lock()
-		writeTimeline(ctx, os.Stdout, e.tc, ns, times)
+		snapshot := make(map[string]*compTimes, len(times))
+		for name, t := range times {
+			snapshot[name] = &compTimes{applied: t.applied, seenAt: maps.Clone(t.seenAt), exposedAt: maps.Clone(t.exposedAt)}
+		}
 		mu.Unlock()
+		writeTimeline(ctx, os.Stdout, e.tc, ns, snapshot)
 	}
 	if os.Getenv("BENCH_DEBUG") != "" && len(names) > 0 {
 		kit.WriteHistory(ctx, os.Stdout, e.tc, oda.WorkflowID("Component", ns, names[0]))
