@@ -38,6 +38,23 @@ var fastPollDynamicConfig = []string{
 // workflow runs, so a cache refreshed every minute serves them as well.
 const cachedSearchAttributes = "system.forceSearchAttributesCacheRefreshOnRead=false"
 
+// DevServerArgs are the `temporal server start-dev` flags every dev server
+// of odaflow's runs with, the local stack's and the integration tests' own
+// (started through the SDK's testsuite): the poll floor removed, the
+// search-attribute cache kept, and searchAttributes (name -> type)
+// registered at start.
+func DevServerArgs(searchAttributes map[string]string) []string {
+	var args []string
+	for _, v := range fastPollDynamicConfig {
+		args = append(args, "--dynamic-config-value", v)
+	}
+	args = append(args, "--dynamic-config-value", cachedSearchAttributes)
+	for _, name := range sortedKeys(searchAttributes) {
+		args = append(args, "--search-attribute", name+"="+searchAttributes[name])
+	}
+	return args
+}
+
 // Temporal is a running `temporal server start-dev`.
 type Temporal struct {
 	// Address is the frontend's host:port (gRPC).
@@ -120,13 +137,7 @@ func StartTemporal(ctx context.Context, o Options) (t *Temporal, err error) {
 			"--sqlite-pragma", "journal_mode=wal",
 			"--sqlite-pragma", "synchronous=normal")
 	}
-	for _, v := range fastPollDynamicConfig {
-		args = append(args, "--dynamic-config-value", v)
-	}
-	args = append(args, "--dynamic-config-value", cachedSearchAttributes)
-	for _, name := range sortedKeys(o.SearchAttributes) {
-		args = append(args, "--search-attribute", name+"="+o.SearchAttributes[name])
-	}
+	args = append(args, DevServerArgs(o.SearchAttributes)...)
 	args = append(args, o.TemporalExtraArgs...)
 	t.args = args
 

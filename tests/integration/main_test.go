@@ -114,7 +114,7 @@ func run(m *testing.M) int {
 	stack.temporal, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  filepath.Join(tools, "temporal"),
 		LogLevel:      "error",
-		ExtraArgs:     append(append([]string{}, fastPoll...), searchAttributeArgs()...),
+		ExtraArgs:     localstack.DevServerArgs(workflows.SearchAttributeTypes()),
 		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger{}},
 	})
 	if err != nil {
@@ -158,24 +158,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return code
-}
-
-// fastPoll removes the dev server's 50 ms task-queue polling floor (see
-// docs: the research note on the Temporal dev server).
-var fastPoll = []string{
-	"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
-	"--dynamic-config-value", "history.transferProcessorMaxPollHostRPS=1000",
-	"--dynamic-config-value", "history.timerProcessorMaxPollRPS=1000",
-}
-
-// searchAttributeArgs registers odaflow's search attributes on the dev
-// server, as an operator does once per namespace.
-func searchAttributeArgs() []string {
-	var args []string
-	for _, name := range workflows.SearchAttributeNames {
-		args = append(args, "--search-attribute", name+"=Keyword")
-	}
-	return args
 }
 
 // startDoubles starts the Keycloak and Service Inventory doubles and puts
