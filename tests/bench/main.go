@@ -44,7 +44,10 @@ type Result struct {
 	WorkerRequestsByMethod map[string]float64 `json:"workerRequestsPerComponentByMethod"`
 	// WorkerRequestsByResource splits them by method and resource.
 	WorkerRequestsByResource map[string]float64 `json:"workerRequestsPerComponentByResource"`
-	Completed                int                `json:"completed"`
+	// WorkflowTaskTroubles counts, per Component, workflow tasks that
+	// timed out or failed, by timeout type or cause (historyStats).
+	WorkflowTaskTroubles map[string]float64 `json:"workflowTaskTroublesPerComponent,omitempty"`
+	Completed            int                `json:"completed"`
 	// Warmup says one Component was applied and exposed first, uncounted.
 	Warmup bool `json:"warmup"`
 }
@@ -187,6 +190,7 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		printTable(results)
 		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
 		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
+		fmt.Printf("workflow tasks timed out or failed per Component (50 sampled): %v\n", r.WorkflowTaskTroubles)
 		// Written after each size, so a later size's timeout keeps these.
 		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -416,6 +418,21 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	byRes0 := metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total")
 	req0v, c0v := kubeRequests(watcher.addr)
 
+	var perf *perfRecording
+	var perfFocus *regexp.Regexp
+	if f := os.Getenv("BENCH_PERF_FOCUS"); f != "" {
+		if perfFocus, err = regexp.Compile(f); err != nil {
+			return Result{}, fmt.Errorf("BENCH_PERF_FOCUS: %w", err)
+		}
+	}
+	if os.Getenv("BENCH_PERF") != "" {
+		profiled := maps.Clone(pids)
+		profiled["etcd"] = e.kube.Pids()["etcd"]
+		if perf, err = startPerf(e.work, fmt.Sprintf("N%d", n), profiled); err != nil {
+			return Result{}, err
+		}
+		defer func() { _ = perf.stop() }() // when the size fails midway
+	}
 	start := time.Now()
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
@@ -452,6 +469,16 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		return Result{}, fmt.Errorf("only %d of %d Components fully exposed before the timeout", exposedCount.Load(), n)
 	}
 	wall := time.Since(start)
+	if perf != nil {
+		// Only the measured window: the apply and its workflows, not the
+		// settling below.
+		if err := perf.stop(); err != nil {
+			return Result{}, err
+		}
+		if err := perf.report(os.Stdout, 30, perfFocus); err != nil {
+			return Result{}, err
+		}
+	}
 	// Let the last status writes (Component summaries) land before counting.
 	time.Sleep(2 * time.Second)
 
@@ -492,7 +519,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	}
 	mu.Unlock()
 	r.ChildrenCreated, r.AllExposed = percentiles(children), percentiles(exposed)
-	r.HistoryEventsPerComp = e.historyEvents(ctx, ns, names)
+	r.HistoryEventsPerComp, r.WorkflowTaskTroubles = e.historyStats(ctx, ns, names)
 	if os.Getenv("BENCH_TIMELINE") != "" {
 		// A copy, so the informer is not held up while the histories are read.
 		mu.Lock()
@@ -526,30 +553,51 @@ func (e *benchEnv) awaitComplete(ctx context.Context, ns, name string) error {
 	}
 }
 
-// historyEvents averages, over up to 50 Components, the history length of
-// the Component's workflow plus its ExposedAPIs' workflows.
-func (e *benchEnv) historyEvents(ctx context.Context, ns string, names []string) float64 {
+// historyStats reads the histories of up to 50 of the Components: the
+// events per Component (its workflow's and its 3 ExposedAPIs'), and the
+// workflow tasks that timed out or failed in those and its IdentityConfig's,
+// per Component. A task that times out after it started runs again, and
+// its local activities with it: under overload that is where repeated
+// writes and first-write conflicts come from.
+func (e *benchEnv) historyStats(ctx context.Context, ns string, names []string) (events float64, troubles map[string]float64) {
 	sort.Strings(names)
 	if len(names) > 50 {
 		names = names[:50]
 	}
 	total := 0
+	counts := map[string]int{}
 	for _, name := range names {
 		ids := []string{oda.WorkflowID("Component", ns, name)}
 		for _, api := range []string{"productcatalogmanagement-v4", "metrics", "partyrole-v4"} {
 			ids = append(ids, oda.WorkflowID("ExposedAPI", ns, name+"-"+api))
 		}
-		for _, id := range ids {
-			d, err := e.tc.DescribeWorkflowExecution(ctx, id, "")
-			if err == nil {
-				total += int(d.GetWorkflowExecutionInfo().GetHistoryLength())
+		for i, id := range append(ids, oda.WorkflowID("IdentityConfig", ns, name)) {
+			it := e.tc.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+			for it.HasNext() {
+				ev, err := it.Next()
+				if err != nil {
+					break
+				}
+				if i < len(ids) {
+					total++
+				}
+				switch ev.GetEventType() {
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+					counts["timed out ("+strings.ToLower(strings.TrimPrefix(ev.GetWorkflowTaskTimedOutEventAttributes().GetTimeoutType().String(), "TIMEOUT_TYPE_"))+")"]++
+				case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+					counts["failed ("+strings.ToLower(strings.TrimPrefix(ev.GetWorkflowTaskFailedEventAttributes().GetCause().String(), "WORKFLOW_TASK_FAILED_CAUSE_"))+")"]++
+				}
 			}
 		}
 	}
 	if len(names) == 0 {
-		return 0
+		return 0, nil
 	}
-	return float64(total) / float64(len(names))
+	troubles = map[string]float64{}
+	for k, v := range counts {
+		troubles[k] = float64(v) / float64(len(names))
+	}
+	return float64(total) / float64(len(names)), troubles
 }
 
 func percentiles(v []float64) Percentiles {
