@@ -15,7 +15,9 @@ import (
 // tally bridge. A metric's label names are fixed by its first use; later
 // uses with other tag keys are mapped onto that set.
 type promHandler struct {
-	reg  *promVecs
+	reg *promVecs
+	// tags are keyed by their sanitized names, once per WithTags: the SDK
+	// asks for a metric on every event it counts, tags already set.
 	tags map[string]string
 }
 
@@ -48,32 +50,31 @@ func (h promHandler) WithTags(tags map[string]string) client.MetricsHandler {
 		merged[k] = v
 	}
 	for k, v := range tags {
-		merged[k] = v
+		merged[sanitize(k)] = v
 	}
 	return promHandler{reg: h.reg, tags: merged}
 }
 
-func sanitize(name string) string {
-	return strings.NewReplacer(".", "_", "-", "_").Replace(name)
-}
+// metricName maps the SDK's dots and dashes, which Prometheus names do not
+// take, to underscores. Built once: building a Replacer costs more than
+// using it, and the SDK names a metric on every event it counts.
+var metricName = strings.NewReplacer(".", "_", "-", "_")
+
+func sanitize(name string) string { return metricName.Replace(name) }
 
 func sortedKeys(tags map[string]string) []string {
 	keys := make([]string, 0, len(tags))
 	for k := range tags {
-		keys = append(keys, sanitize(k))
+		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	return keys
 }
 
 func values(keys []string, tags map[string]string) []string {
-	clean := make(map[string]string, len(tags))
-	for k, v := range tags {
-		clean[sanitize(k)] = v
-	}
 	out := make([]string, len(keys))
 	for i, k := range keys {
-		out[i] = clean[k]
+		out[i] = tags[k]
 	}
 	return out
 }
