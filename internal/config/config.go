@@ -46,6 +46,12 @@ type Common struct {
 	// OTLPEndpoint is the OTLP/gRPC collector URL traces go to; empty turns
 	// tracing off.
 	OTLPEndpoint string
+	// TemporalCompression is the gRPC compression of requests to Temporal
+	// (and so of its replies): "none" or "gzip". odaflow's messages are
+	// small (a workflow task carries tens of events) and usually stay in
+	// the cluster, where compressing them costs CPU on both ends and saves
+	// nothing; gzip is for a Temporal across a metered link.
+	TemporalCompression string
 	// envErrs are environment variables Bind could not parse, reported by
 	// Validate with everything else.
 	envErrs []error
@@ -180,6 +186,8 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
 		"OTLP/gRPC collector URL for traces, e.g. http://otel-collector:4317; empty turns tracing off (env OTEL_EXPORTER_OTLP_ENDPOINT)")
 	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
+	fs.StringVar(&c.TemporalCompression, "temporal-grpc-compression", env("ODAFLOW_TEMPORAL_GRPC_COMPRESSION", "none"),
+		"gRPC compression of requests to Temporal: none, or gzip for a Temporal across a metered link such as Temporal Cloud (env ODAFLOW_TEMPORAL_GRPC_COMPRESSION)")
 }
 
 // Validate reports every problem at once, so a misconfigured pod says
@@ -205,6 +213,11 @@ func (c Common) Validate() error {
 	}
 	if c.KubeQPS <= 0 || c.KubeBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-qps %v and --kube-burst %d must be positive", c.KubeQPS, c.KubeBurst))
+	}
+	switch c.TemporalCompression {
+	case "none", "gzip":
+	default:
+		errs = append(errs, fmt.Errorf("--temporal-grpc-compression %q must be none or gzip", c.TemporalCompression))
 	}
 	if c.OTLPEndpoint != "" {
 		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

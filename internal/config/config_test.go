@@ -23,7 +23,7 @@ func TestWorkerDefaultsAreValid(t *testing.T) {
 	if err := w.Validate(); err != nil {
 		t.Fatalf("defaults invalid: %v", err)
 	}
-	if w.TaskQueue != "odaflow" || w.Gateway != "istio" || w.KubeQPS != 500 {
+	if w.TaskQueue != "odaflow" || w.Gateway != "istio" || w.KubeQPS != 500 || w.TemporalCompression != "none" {
 		t.Errorf("defaults = %+v", w)
 	}
 }
@@ -31,12 +31,13 @@ func TestWorkerDefaultsAreValid(t *testing.T) {
 func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	w := parseWorker(t, "--temporal-address", "nohostport", "--task-queue", "", "--log-level", "loud",
-		"--gateway", "nginx", "--temporal-tls-cert", "/nope/cert", "--kube-qps", "0", "--http-address", "8080")
+		"--gateway", "nginx", "--temporal-tls-cert", "/nope/cert", "--kube-qps", "0", "--http-address", "8080",
+		"--temporal-grpc-compression", "zstd")
 	err := w.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"--temporal-address", "--task-queue", "--log-level", "--gateway", "--temporal-tls-cert and --temporal-tls-key", "--kube-qps", "--http-address"} {
+	for _, want := range []string{"--temporal-address", "--task-queue", "--log-level", "--gateway", "--temporal-tls-cert and --temporal-tls-key", "--kube-qps", "--http-address", "--temporal-grpc-compression"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}

@@ -3,19 +3,30 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/odaflow/odaflow/internal/config"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -143,5 +154,103 @@ func TestEnsureSearchAttributesWaitsForTemporal(t *testing.T) {
 	op = &fakeOperator{listErr: []error{errors.New("x"), serviceerror.NewUnavailable("down")}}
 	if ok := EnsureSearchAttributesWithRetry(ctx, op, "default", names, slog.New(slog.DiscardHandler)); ok {
 		t.Error("stopped before an answer: not usable")
+	}
+}
+
+// compressionSeen records the compression each incoming RPC declared.
+type compressionSeen struct{ got chan string }
+
+func (c compressionSeen) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c compressionSeen) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		select {
+		case c.got <- h.Compression:
+		default:
+		}
+	}
+}
+func (c compressionSeen) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (c compressionSeen) HandleConn(context.Context, stats.ConnStats) {}
+
+// Requests to Temporal go uncompressed unless gzip is asked for: the SDK
+// compresses by default, which costs CPU on both ends inside a cluster.
+func TestTemporalRequestsAreCompressedOnlyWhenAskedTo(t *testing.T) {
+	for _, tc := range []struct{ setting, want string }{{"none", ""}, {"gzip", "gzip"}} {
+		t.Run(tc.setting, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := compressionSeen{got: make(chan string, 1)}
+			srv := grpc.NewServer(grpc.StatsHandler(seen), grpc.UnknownServiceHandler(func(any, grpc.ServerStream) error {
+				return status.Error(codes.Unimplemented, "test server")
+			}))
+			go func() { _ = srv.Serve(ln) }()
+			defer srv.Stop()
+
+			opts, err := TemporalOptions(config.Common{TemporalAddress: ln.Addr().String(), TemporalNamespace: "default", TemporalCompression: tc.setting}, slog.New(slog.DiscardHandler), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := client.NewLazyClient(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, _ = cl.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})
+			select {
+			case got := <-seen.got:
+				if got != tc.want {
+					t.Errorf("request compression = %q, want %q", got, tc.want)
+				}
+			case <-ctx.Done():
+				t.Fatal("the test server saw no request")
+			}
+		})
+	}
+}
+
+// odaflow's apiserver requests ask for no compression (RESTConfig). Over
+// TLS, as every apiserver serves: without a TLS configuration client-go
+// uses Go's default transport, which ignores the setting.
+func TestKubeRequestsAskForNoCompression(t *testing.T) {
+	encodings := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case encodings <- r.Header.Get("Accept-Encoding"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"x"}}`))
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "`+srv.URL+`", certificate-authority-data: "`+
+		base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))+`"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RESTConfig(config.Common{Kubeconfig: kubeconfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := core.CoreV1().Namespaces().Get(context.Background(), "x", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-encodings; strings.Contains(got, "gzip") {
+		t.Errorf("Accept-Encoding = %q: the apiserver would compress", got)
 	}
 }
