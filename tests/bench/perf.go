@@ -34,6 +34,7 @@ type perfRecording struct {
 	// exe maps a pid to its binary, read when the recording started.
 	exe     map[int]string
 	names   map[int]string
+	stderr  bytes.Buffer
 	stopped bool
 }
 
@@ -52,11 +53,10 @@ func startPerf(dir, label string, pids map[string]int) (*perfRecording, error) {
 		r.exe[pid], r.names[pid] = exe, name
 		list = append(list, strconv.Itoa(pid))
 	}
-	// 499 Hz: about 1,000 samples per busy CPU-second on 2 cores, small
-	// next to what the processes themselves spend.
+	// 499 Hz: about 500 samples per busy CPU-second, a cost small next to
+	// what the processes themselves spend.
 	r.cmd = exec.Command("perf", "record", "-F", "499", "-g", "-o", r.file, "-p", strings.Join(list, ","))
-	var stderr bytes.Buffer
-	r.cmd.Stdout, r.cmd.Stderr = io.Discard, &stderr
+	r.cmd.Stdout, r.cmd.Stderr = io.Discard, &r.stderr
 	if err := r.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("perf record: %w", err)
 	}
@@ -68,7 +68,8 @@ func startPerf(dir, label string, pids map[string]int) (*perfRecording, error) {
 		}
 		if time.Now().After(deadline) {
 			_ = r.cmd.Process.Kill()
-			return nil, fmt.Errorf("perf record did not start: %s", strings.TrimSpace(stderr.String()))
+			_ = r.cmd.Wait() // its stderr is complete once it has exited
+			return nil, fmt.Errorf("perf record did not start: %s", strings.TrimSpace(r.stderr.String()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -96,7 +97,7 @@ func (r *perfRecording) stop() error {
 			return nil
 		}
 	}
-	return fmt.Errorf("perf record: %w", err)
+	return fmt.Errorf("perf record: %w: %s", err, strings.TrimSpace(r.stderr.String()))
 }
 
 // perfSample is one sampled call stack, innermost frame first.
@@ -136,7 +137,12 @@ func (r *perfRecording) report(w io.Writer, top int, focus *regexp.Regexp) error
 	for _, pid := range pids {
 		ss := byPid[pid]
 		fmt.Fprintf(w, "\n%s (pid %d): %d samples, %.1f%% of all\n", r.names[pid], pid, len(ss), 100*float64(len(ss))/float64(len(samples)))
-		self, incl := perfShares(ss, func(f perfFrame) string { return names[f] })
+		self, incl := perfShares(ss, func(f perfFrame) string {
+			if name, ok := names[f]; ok && name != "" {
+				return name
+			}
+			return "[unknown]" // outside the binary's loadable segments
+		})
 		fmt.Fprintln(w, "  inclusive (outside the Go runtime):")
 		writeShares(w, incl, len(ss), top, func(fn string) bool { return !strings.HasPrefix(fn, "runtime.") })
 		fmt.Fprintln(w, "  self:")
