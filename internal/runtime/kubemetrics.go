@@ -75,4 +75,5 @@ func registerKubeRequests(reg prometheus.Registerer) {
 	// worker and the watcher in one process).
 	_ = reg.Register(kubeRequests)
 	_ = reg.Register(kubeRequestsByResource)
+	_ = reg.Register(kubeRequestRepeats)
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // transientRepeats spaces the quick repeats of one apiserver request: 20,
@@ -36,6 +39,15 @@ type retryTransient struct {
 	next http.RoundTripper
 }
 
+// kubeRequestRepeats counts the repeats: client-go's request metrics see
+// only the answer the caller gets, so without this a run of 409s or 5xx
+// absorbed here would leave no trace, and a write repeated after its first
+// try had committed could not be told from one made twice by its caller.
+var kubeRequestRepeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "odaflow_kube_request_repeats_total",
+	Help: "Apiserver requests repeated by the transport after a transient answer, by method, resource and the answer's status code.",
+}, []string{"method", "resource", "code"})
+
 // RetryTransient wraps an apiserver transport with quick repeats of
 // idempotent requests; for rest.Config.Wrap.
 func RetryTransient(next http.RoundTripper) http.RoundTripper {
@@ -62,6 +74,7 @@ func (t retryTransient) RoundTrip(req *http.Request) (*http.Response, error) {
 			guarded && resp.StatusCode == http.StatusConflict {
 			return resp, err
 		}
+		kubeRequestRepeats.WithLabelValues(req.Method, resourceOf(req.URL.Path), strconv.Itoa(resp.StatusCode)).Inc()
 		// Drain and close, so that the connection is reused for the repeat.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
 		_ = resp.Body.Close()

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,9 +117,13 @@ func TestRetryTransientRepeatsIdempotentRequests(t *testing.T) {
 			api := &fakeAPIServer{answers: tt.answers}
 			srv := httptest.NewServer(api)
 			defer srv.Close()
+			repeatsBefore := repeatsCounted(t)
 			err := tt.call(context.Background(), clientFor(t, srv.URL))
 			if len(api.methods) != tt.wantCalls {
 				t.Errorf("%d requests (%v), want %d", len(api.methods), api.methods, tt.wantCalls)
+			}
+			if got := repeatsCounted(t) - repeatsBefore; got != float64(tt.wantCalls-1) {
+				t.Errorf("odaflow_kube_request_repeats_total grew by %v, want %d", got, tt.wantCalls-1)
 			}
 			var status apierrors.APIStatus
 			switch {
@@ -133,4 +139,22 @@ func TestRetryTransientRepeatsIdempotentRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repeatsCounted sums odaflow_kube_request_repeats_total over its series.
+func repeatsCounted(t *testing.T) float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(kubeRequestRepeats)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }

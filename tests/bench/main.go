@@ -47,7 +47,10 @@ type Result struct {
 	// WorkflowTaskTroubles counts, per Component, workflow tasks that
 	// timed out or failed, by timeout type or cause (historyStats).
 	WorkflowTaskTroubles map[string]float64 `json:"workflowTaskTroublesPerComponent,omitempty"`
-	Completed            int                `json:"completed"`
+	// WorkerRetries counts, over the whole size, what the worker did again
+	// or was refused (retriesOf): where repeated writes and 409s come from.
+	WorkerRetries map[string]float64 `json:"workerRetries,omitempty"`
+	Completed     int                `json:"completed"`
 	// Warmup says one Component was applied and exposed first, uncounted.
 	Warmup bool `json:"warmup"`
 }
@@ -191,6 +194,7 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		fmt.Printf("worker requests per Component by method: %v\n", r.WorkerRequestsByMethod)
 		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
 		fmt.Printf("workflow tasks timed out or failed per Component (50 sampled): %v\n", r.WorkflowTaskTroubles)
+		fmt.Printf("worker retries and refusals (whole size): %v\n", r.WorkerRetries)
 		// Written after each size, so a later size's timeout keeps these.
 		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {
 			return err

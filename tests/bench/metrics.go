@@ -97,3 +97,31 @@ func (m metrics) minus(base metrics) metrics {
 	}
 	return out
 }
+
+// retriesOf picks, from the change in a worker's metrics over a size, what
+// was done again or refused: apiserver answers other than 2xx as the caller
+// saw them, the transport's quick repeats (by the answer that caused each),
+// and local activity attempts that failed, by activity type, beside the
+// attempts made. A write made twice shows up here as a failed attempt of
+// its activity, or as a repeat of its request.
+func retriesOf(delta metrics) map[string]float64 {
+	out := map[string]float64{}
+	for s, v := range delta {
+		if v <= 0 {
+			continue
+		}
+		switch seriesName(s) {
+		case kubeRequestsTotal:
+			if code := labelValue(s, "code"); !strings.HasPrefix(code, "2") {
+				out[fmt.Sprintf("answered %s to %s", code, labelValue(s, "method"))] += v
+			}
+		case "odaflow_kube_request_repeats_total":
+			out[fmt.Sprintf("repeated %s %s after %s", labelValue(s, "method"), labelValue(s, "resource"), labelValue(s, "code"))] += v
+		case "temporal_local_activity_execution_failed":
+			out["local activity attempts failed: "+labelValue(s, "activity_type")] += v
+		case "temporal_local_activity_total":
+			out["local activity attempts: "+labelValue(s, "activity_type")] += v
+		}
+	}
+	return out
+}

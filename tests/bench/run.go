@@ -416,6 +416,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	}
 	req0w, c0w, m0 := kubeRequestsByMethod(worker.addr)
 	byRes0 := metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total")
+	workerMetrics0, _ := scrape(worker.addr)
 	req0v, c0v := kubeRequests(watcher.addr)
 
 	var perf *perfRecording
@@ -501,6 +502,9 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		if d := (v - byRes0[k]) / float64(n); d > 0 {
 			r.WorkerRequestsByResource[k] = d
 		}
+	}
+	if workerMetrics1, err := scrape(worker.addr); err == nil {
+		r.WorkerRetries = retriesOf(workerMetrics1.minus(workerMetrics0))
 	}
 	req1v, c1v := kubeRequests(watcher.addr)
 	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
