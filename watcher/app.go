@@ -122,7 +122,7 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 		w := New(Config{
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval, SecretsCheckInterval: cfg.SecretsCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
-			ChildStatusWindow: cfg.ChildStatusWindow,
+			ChildStatusWindow: cfg.ChildStatusWindow, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 		current.Store(w)
 		return w

@@ -27,6 +27,7 @@ func (w *Watcher) startOptions(kind string, obj *unstructured.Unstructured) clie
 		// A finished lifecycle under this ID (a deleted object) does not
 		// block a new object of the same name.
 		WorkflowIDReusePolicy: 1, // ALLOW_DUPLICATE
+		WorkflowTaskTimeout:   w.cfg.WorkflowTaskTimeout,
 		StaticSummary:         fmt.Sprintf("%s %s in namespace %s", kind, name, ns),
 		StaticDetails:         staticDetails(kind, obj, comp),
 	}

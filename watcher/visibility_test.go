@@ -58,6 +58,17 @@ func TestWatcherStartsWorkflowsWithSearchAttributes(t *testing.T) {
 	}
 }
 
+// Every workflow starts with the configured workflow-task timeout (and
+// keeps it when it continues as new); unset, Temporal's default applies.
+func TestWatcherStartsWorkflowsWithTheWorkflowTaskTimeout(t *testing.T) {
+	for _, timeout := range []time.Duration{0, 30 * time.Second} {
+		h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{object(oda.KindComponent, "components", "r1", tinySpec("1"))}, workflowTaskTimeout: timeout})
+		if got := h.sig.awaitCalls(t, 1)[0].Options.WorkflowTaskTimeout; got != timeout {
+			t.Errorf("configured %s: the start asks for %s", timeout, got)
+		}
+	}
+}
+
 func TestWatcherWithoutSearchAttributesSetsNone(t *testing.T) {
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{object(oda.KindComponent, "components", "r1", tinySpec("1"))}})
 	c := h.sig.awaitCalls(t, 1)[0]

@@ -78,6 +78,11 @@ type Config struct {
 	// Temporal hands them to one workflow task, not one task each. 0 sends
 	// every change at once.
 	ChildStatusWindow time.Duration
+	// WorkflowTaskTimeout is the workflow-task timeout every workflow
+	// starts with (and keeps when it continues as new); 0 leaves
+	// Temporal's default (config.DefaultWorkflowTaskTimeout says why
+	// odaflow's is longer).
+	WorkflowTaskTimeout time.Duration
 }
 
 // Watcher is the event → signal bridge.

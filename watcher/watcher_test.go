@@ -160,6 +160,8 @@ type harnessOptions struct {
 	searchAttributes bool
 	// childStatusWindow is Config.ChildStatusWindow.
 	childStatusWindow time.Duration
+	// workflowTaskTimeout is Config.WorkflowTaskTimeout.
+	workflowTaskTimeout time.Duration
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -226,7 +228,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	sig.fail = o.fail
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
-		ChildStatusWindow: o.childStatusWindow},
+		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -122,6 +122,9 @@ type Watcher struct {
 	// ChildStatusWindow gathers the child-status signals of one Component
 	// (watcher.Config.ChildStatusWindow).
 	ChildStatusWindow time.Duration
+	// WorkflowTaskTimeout is the workflow-task timeout the watcher starts
+	// every workflow with (watcher.Config.WorkflowTaskTimeout).
+	WorkflowTaskTimeout time.Duration
 }
 
 func env(name, def string) string {
@@ -344,7 +347,23 @@ func (w *Watcher) Bind(fs *flag.FlagSet) {
 	window, _ := time.ParseDuration(env("ODAFLOW_CHILD_STATUS_WINDOW", "250ms"))
 	fs.DurationVar(&w.ChildStatusWindow, "child-status-window", window,
 		"how long a child's status change waits for its siblings' before their Component is told of them together, in one workflow task; 0 tells each at once (env ODAFLOW_CHILD_STATUS_WINDOW)")
+	taskTimeout, _ := time.ParseDuration(env("ODAFLOW_WORKFLOW_TASK_TIMEOUT", DefaultWorkflowTaskTimeout.String()))
+	fs.DurationVar(&w.WorkflowTaskTimeout, "workflow-task-timeout", taskTimeout,
+		"the workflow-task timeout each workflow starts with: how long a worker has for one task, its local activities (apiserver calls) included, before Temporal gives the task to another (env ODAFLOW_WORKFLOW_TASK_TIMEOUT)")
 }
+
+// DefaultWorkflowTaskTimeout is the watcher's --workflow-task-timeout.
+// Temporal's own default, 10s, is short for odaflow's workflow tasks, which
+// run their apiserver calls as local activities: past 80% of the timeout
+// the SDK must heartbeat the task (complete it and ask for a new one) to
+// keep it, and on a loaded apiserver and Temporal many tasks pass 8 s. Each
+// heartbeat is a workflow-task completion for Temporal to write, and one
+// that fails (Temporal slower than the SDK's 10 s call deadline) loses the
+// task, so its local activities run, and their writes are made, again. The
+// cost of a longer timeout: a task whose worker died while running it waits
+// this long before another worker takes it (a task not yet started moves
+// after the sticky queue's 5 s).
+const DefaultWorkflowTaskTimeout = 30 * time.Second
 
 // Validate checks the watcher's configuration.
 func (w Watcher) Validate() error {
@@ -360,6 +379,9 @@ func (w Watcher) Validate() error {
 	}
 	if w.ChildStatusWindow < 0 || w.ChildStatusWindow > 10*time.Second {
 		errs = append(errs, fmt.Errorf("--child-status-window %s must be between 0 and 10s: it delays every Component's status by up to that long", w.ChildStatusWindow))
+	}
+	if w.WorkflowTaskTimeout < time.Second || w.WorkflowTaskTimeout > 2*time.Minute {
+		errs = append(errs, fmt.Errorf("--workflow-task-timeout %s must be between 1s and 2m (Temporal's limit)", w.WorkflowTaskTimeout))
 	}
 	return errors.Join(errs...)
 }

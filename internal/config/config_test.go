@@ -4,17 +4,28 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 )
 
-func parseWorker(t *testing.T, args ...string) Worker {
+// parsed is a configuration of type C bound to its flags and parsed from
+// args, the environment read.
+func parsed[C any, P interface {
+	*C
+	Bind(*flag.FlagSet)
+}](t *testing.T, args ...string) C {
 	t.Helper()
-	var w Worker
+	var c C
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	w.Bind(fs)
+	P(&c).Bind(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	return w
+	return c
+}
+
+func parseWorker(t *testing.T, args ...string) Worker {
+	t.Helper()
+	return parsed[Worker](t, args...)
 }
 
 func TestWorkerDefaultsAreValid(t *testing.T) {
@@ -68,6 +79,29 @@ func TestWatcherLeaderElectionNeedsAnIdentity(t *testing.T) {
 	}
 	if err := w.Validate(); err == nil || !strings.Contains(err.Error(), "leader election") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func parseWatcher(t *testing.T, args ...string) Watcher {
+	t.Helper()
+	return parsed[Watcher](t, args...)
+}
+
+func TestWatcherWorkflowTaskTimeout(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("POD_NAME", "watcher-0")
+	if w := parseWatcher(t); w.WorkflowTaskTimeout != 30*time.Second || w.Validate() != nil {
+		t.Errorf("default %s (valid: %v), want 30s", w.WorkflowTaskTimeout, w.Validate())
+	}
+	t.Setenv("ODAFLOW_WORKFLOW_TASK_TIMEOUT", "20s")
+	if w := parseWatcher(t); w.WorkflowTaskTimeout != 20*time.Second {
+		t.Errorf("from the environment: %s, want 20s", w.WorkflowTaskTimeout)
+	}
+	for _, bad := range []string{"500ms", "3m"} {
+		err := parseWatcher(t, "--workflow-task-timeout", bad).Validate()
+		if err == nil || !strings.Contains(err.Error(), "--workflow-task-timeout") {
+			t.Errorf("%s: err = %v, want one naming --workflow-task-timeout", bad, err)
+		}
 	}
 }
 

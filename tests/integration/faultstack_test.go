@@ -53,7 +53,7 @@ func startFaultStack(t *testing.T, nsGlob, taskQueue, temporalAddress string) *f
 	fs := &faultStack{common: common}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	wt := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
+	wt := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
 	if err := wt.Start(ctx); err != nil {
 		t.Fatalf("start the %s watcher: %v", taskQueue, err)
 	}

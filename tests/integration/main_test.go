@@ -204,7 +204,7 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	common := stack.common
 	common.Namespaces = []string{"it-[^gkpt]*"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
-	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute})
+	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
 	return app, app.Start(ctx)
 }
 
