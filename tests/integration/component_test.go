@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
 	"github.com/odaflow/odaflow/tests/kit"
@@ -37,6 +38,14 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	t.Logf("apply → status written: %s", time.Since(start).Round(time.Millisecond))
 	if st, err := workflowStatus(wfID); err != nil || st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Fatalf("workflow %s: status %v, err %v", wfID, st, err)
+	}
+	// The watcher's workflow-task timeout reaches Temporal: with the
+	// default 10 s, tasks whose apiserver calls run long under load lose
+	// their heartbeat and run those calls again.
+	if d, err := stack.tc.DescribeWorkflowExecution(context.Background(), wfID, ""); err != nil {
+		t.Fatal(err)
+	} else if got := d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != config.DefaultWorkflowTaskTimeout {
+		t.Errorf("workflow-task timeout %s, want the watcher's %s", got, config.DefaultWorkflowTaskTimeout)
 	}
 	exposed := listChildren(t, oda.KindExposedAPI, ns, component)
 	slices.Sort(exposed)
