@@ -268,22 +268,23 @@ func peakRSSMiB(pid int) float64 {
 
 // kubeRequests scrapes odaflow_kube_requests_total: the total and the 409s.
 func kubeRequests(addr string) (total, conflicts float64) {
-	total, conflicts, _ = kubeRequestsByMethod(addr)
+	m, _ := scrape(addr)
+	total, conflicts, _ = m.kubeRequests()
 	return total, conflicts
 }
 
-func kubeRequestsByMethod(addr string) (total, conflicts float64, byMethod map[string]float64) {
-	m, _ := scrape(addr)
+// kubeRequests reads odaflow_kube_requests_total from one scrape: the
+// total, the 409s and the split by method.
+func (m metrics) kubeRequests() (total, conflicts float64, byMethod map[string]float64) {
 	return m.sum(kubeRequestsTotal), m.sum(kubeRequestsTotal, `code="409"`), m.by(kubeRequestsTotal, "method")
 }
 
 const kubeRequestsTotal = "odaflow_kube_requests_total"
 
-// metricByLabels is one metric of a process's /metrics, keyed by its label
-// set as printed ({method="PATCH",resource="exposedapis"}).
-func metricByLabels(addr, name string) map[string]float64 {
+// byLabels is one metric of a scrape, keyed by its label set as printed
+// ({method="PATCH",resource="exposedapis"}).
+func (m metrics) byLabels(name string) map[string]float64 {
 	out := map[string]float64{}
-	m, _ := scrape(addr)
 	for series, v := range m {
 		if seriesName(series) == name {
 			out[series[len(name):]] += v
@@ -414,9 +415,11 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	for k, pid := range pids {
 		cpu0[k] = treeCPUSeconds(pid)
 	}
-	req0w, c0w, m0 := kubeRequestsByMethod(worker.addr)
-	byRes0 := metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total")
-	workerMetrics0, _ := scrape(worker.addr)
+	// One scrape of the worker at each end of the size: its requests, their
+	// split by resource and its retries all come from it.
+	worker0, _ := scrape(worker.addr)
+	req0w, c0w, m0 := worker0.kubeRequests()
+	byRes0 := worker0.byLabels("odaflow_kube_requests_by_resource_total")
 	req0v, c0v := kubeRequests(watcher.addr)
 
 	var perf *perfRecording
@@ -492,20 +495,19 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	r.CPUSecondsPerComponent = total / float64(n)
 	r.PeakRSSMiB["worker"] = peakRSSMiB(pids["worker"])
 	r.PeakRSSMiB["watcher"] = peakRSSMiB(pids["watcher"])
-	req1w, c1w, m1 := kubeRequestsByMethod(worker.addr)
+	worker1, _ := scrape(worker.addr)
+	req1w, c1w, m1 := worker1.kubeRequests()
 	r.WorkerRequestsByMethod = map[string]float64{}
 	for m, v := range m1 {
 		r.WorkerRequestsByMethod[m] = (v - m0[m]) / float64(n)
 	}
 	r.WorkerRequestsByResource = map[string]float64{}
-	for k, v := range metricByLabels(worker.addr, "odaflow_kube_requests_by_resource_total") {
+	for k, v := range worker1.byLabels("odaflow_kube_requests_by_resource_total") {
 		if d := (v - byRes0[k]) / float64(n); d > 0 {
 			r.WorkerRequestsByResource[k] = d
 		}
 	}
-	if workerMetrics1, err := scrape(worker.addr); err == nil {
-		r.WorkerRetries = retriesOf(workerMetrics1.minus(workerMetrics0))
-	}
+	r.WorkerRetries = retriesOf(worker1.minus(worker0))
 	req1v, c1v := kubeRequests(watcher.addr)
 	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
 	r.Conflicts409 = int(c1w - c0w + c1v - c0v)
