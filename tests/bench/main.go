@@ -50,7 +50,12 @@ type Result struct {
 	// WorkerRetries counts, over the whole size, what the worker did again
 	// or was refused (retriesOf): where repeated writes and 409s come from.
 	WorkerRetries map[string]float64 `json:"workerRetries,omitempty"`
-	Completed     int                `json:"completed"`
+	// HubSubscriptionsPerComp counts the subscriptions the component hubs
+	// (componentHubs) received, per Component: 1, the partyRole hub of its
+	// IdentityConfig. HubRefused counts requests that were not hub calls.
+	HubSubscriptionsPerComp float64 `json:"hubSubscriptionsPerComponent"`
+	HubRefused              int     `json:"hubRefusedRequests"`
+	Completed               int     `json:"completed"`
 	// Warmup says one Component was applied and exposed first, uncounted.
 	Warmup bool `json:"warmup"`
 }
@@ -170,7 +175,7 @@ func setup(ctx context.Context, production bool) (env *benchEnv, stop func(), er
 	if err := env.identity(ctx); err != nil {
 		return nil, stop, fmt.Errorf("keycloak double: %w", err)
 	}
-	cleanups = append(cleanups, env.keycloak.Close)
+	cleanups = append(cleanups, env.keycloak.Close, env.hubs.close)
 	if err := env.ingress(ctx); err != nil {
 		return nil, stop, err
 	}
@@ -195,6 +200,7 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
 		fmt.Printf("workflow tasks timed out or failed per Component (50 sampled): %v\n", r.WorkflowTaskTroubles)
 		fmt.Printf("worker retries and refusals (whole size): %v\n", r.WorkerRetries)
+		fmt.Printf("hub subscriptions per Component: %.2f (requests refused: %d)\n", r.HubSubscriptionsPerComp, r.HubRefused)
 		// Written after each size, so a later size's timeout keeps these.
 		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {
 			return err

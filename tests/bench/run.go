@@ -56,13 +56,27 @@ type benchEnv struct {
 	// keycloak is the identity platform's double, so the identity step
 	// runs as in production rather than failing for want of one.
 	keycloak *keycloak.Server
+	// hubs stands in for the components' event hubs, the worker's HTTP
+	// proxy; listenerKeyFile holds the worker's listener key.
+	hubs            *componentHubs
+	listenerKeyFile string
 	// env is added to the worker's and watcher's environment.
 	env []string
 }
 
 // identity starts the Keycloak double with the Canvas's realm and puts its
-// admin credentials in a Secret, as a Canvas install does.
+// admin credentials in a Secret, as a Canvas install does; and the
+// components' hubs with a key for the worker's identity listener.
 func (e *benchEnv) identity(ctx context.Context) error {
+	hubs, err := startComponentHubs()
+	if err != nil {
+		return err
+	}
+	e.hubs = hubs
+	e.listenerKeyFile = filepath.Join(e.work, "listener-key")
+	if err := os.WriteFile(e.listenerKeyFile, []byte(rand.String(48)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("listener key: %w", err)
+	}
 	password := rand.String(24)
 	kc, err := keycloak.New(keycloak.Options{AdminPassword: password})
 	if err != nil {
@@ -155,6 +169,15 @@ func (e *benchEnv) start(ctx context.Context, name, queue, namespaces string) (*
 		"ODAFLOW_KEYCLOAK_URL="+e.keycloak.URL(),
 		"ODAFLOW_KEYCLOAK_ADMIN_SECRET=odaflow-system/keycloak-admin",
 	)
+	if name == "worker" {
+		// The identity listener as a Canvas install configures it, and the
+		// hubs reached through componentHubs.
+		cmd.Env = append(cmd.Env,
+			"HTTP_PROXY="+e.hubs.proxyURL(),
+			"ODAFLOW_LISTENER_BASE_URL=http://"+addr,
+			"ODAFLOW_LISTENER_KEY_FILE="+e.listenerKeyFile,
+		)
+	}
 	cmd.Env = append(cmd.Env, e.env...)
 	// Appended to, so a restarted process's log follows its predecessor's.
 	logf, err := os.OpenFile(filepath.Join(e.work, name+"-"+queue+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -421,6 +444,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	req0w, c0w, m0 := worker0.kubeRequests()
 	byRes0 := worker0.byLabels("odaflow_kube_requests_by_resource_total")
 	req0v, c0v := kubeRequests(watcher.addr)
+	subscribed0, _, refused0 := e.hubs.counts()
 
 	var perf *perfRecording
 	var perfFocus *regexp.Regexp
@@ -511,6 +535,9 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	req1v, c1v := kubeRequests(watcher.addr)
 	r.KubeRequestsPerComp = (req1w - req0w + req1v - req0v) / float64(n)
 	r.Conflicts409 = int(c1w - c0w + c1v - c0v)
+	subscribed1, _, refused1 := e.hubs.counts()
+	r.HubSubscriptionsPerComp = float64(subscribed1-subscribed0) / float64(n)
+	r.HubRefused = refused1 - refused0
 
 	var children, exposed []float64
 	mu.Lock()

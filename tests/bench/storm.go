@@ -67,6 +67,9 @@ type RestartResult struct {
 	WatcherDedup     map[string]float64 `json:"watcherDedupByReason"`
 	KeycloakMutating int                `json:"keycloakMutatingRequests"`
 	KeycloakTokens   int                `json:"keycloakTokenRequests"`
+	// HubMutating counts subscriptions made or removed at the component
+	// hubs (componentHubs).
+	HubMutating int `json:"hubMutatingRequests"`
 	// The probe is a Component applied while the process was down, in a
 	// second restart of the same process.
 	ProbeChildrenSeconds float64 `json:"probeApplyToChildrenSeconds"`
@@ -222,6 +225,8 @@ func componentStatus(u *unstructured.Unstructured) string {
 type activity struct {
 	worker, watcher metrics
 	keycloak        int
+	// hubs is the component hubs' subscriptions made plus removed.
+	hubs int
 }
 
 func (e *benchEnv) snapshot(procs map[string]*proc) (activity, error) {
@@ -233,7 +238,8 @@ func (e *benchEnv) snapshot(procs map[string]*proc) (activity, error) {
 	if err != nil {
 		return activity{}, err
 	}
-	return activity{worker: w, watcher: v, keycloak: len(e.keycloak.Requests())}, nil
+	subscribed, unsubscribed, _ := e.hubs.counts()
+	return activity{worker: w, watcher: v, keycloak: len(e.keycloak.Requests()), hubs: subscribed + unsubscribed}, nil
 }
 
 // moving are the counters whose change means the worker or the watcher is
@@ -392,6 +398,8 @@ func (e *benchEnv) restart(ctx context.Context, procs map[string]*proc, which, n
 			r.KeycloakMutating++
 		}
 	}
+	subscribed, unsubscribed, _ := e.hubs.counts()
+	r.HubMutating = subscribed + unsubscribed - before.hubs
 	// Visibility is written asynchronously: give it a moment to list the
 	// runs a restart might have started.
 	time.Sleep(2 * time.Second)
@@ -505,11 +513,11 @@ func printStorm(res StormResult) {
 	fmt.Printf("\n%d of %d Components (window %d) Complete in %.0f s, %.2f/s; %d workflows in Temporal at steady state; drift checks every %s (no timer fires during the storm); Temporal: %s\n",
 		res.N, res.Requested, res.Window, res.CreateSeconds, res.ComponentsPerSecond, res.Workflows, res.DriftCheckInterval, res.Temporal)
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "restart\tready (s)\twatcher list (s)\tsteady (s)\tnew runs\tactivities\tworkflow tasks\tworker writes/reads\twatcher writes\tkeycloak writes/tokens\twatcher events\twatcher signals\twatcher dedup\tprobe apply→children (s)\tprobe apply→Complete (s)")
+	fmt.Fprintln(w, "restart\tready (s)\twatcher list (s)\tsteady (s)\tnew runs\tactivities\tworkflow tasks\tworker writes/reads\twatcher writes\tkeycloak writes/tokens\thub writes\twatcher events\twatcher signals\twatcher dedup\tprobe apply→children (s)\tprobe apply→Complete (s)")
 	for _, r := range res.Restarts {
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%.0f\t%.0f/%.0f\t%.0f\t%d/%d\t%.0f\t%s\t%s\t%.2f\t%.2f\n",
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%d\t%.0f\t%.0f\t%.0f/%.0f\t%.0f\t%d/%d\t%d\t%.0f\t%s\t%s\t%.2f\t%.2f\n",
 			r.Process, r.ReadySeconds, r.WatcherCacheSyncSeconds, r.SteadySeconds, r.NewRuns, r.Activities, r.WorkflowTasks,
-			r.WorkerMutating, r.WorkerReads, r.WatcherMutating, r.KeycloakMutating, r.KeycloakTokens,
+			r.WorkerMutating, r.WorkerReads, r.WatcherMutating, r.KeycloakMutating, r.KeycloakTokens, r.HubMutating,
 			r.WatcherEvents, counts(r.WatcherSignals), counts(r.WatcherDedup), r.ProbeChildrenSeconds, r.ProbeCompleteSeconds)
 	}
 	_ = w.Flush()
