@@ -53,9 +53,15 @@ type Result struct {
 	// HubSubscriptionsPerComp counts the subscriptions the component hubs
 	// (componentHubs) received, per Component: 1, the partyRole hub of its
 	// IdentityConfig. HubRefused counts requests that were not hub calls.
-	HubSubscriptionsPerComp float64 `json:"hubSubscriptionsPerComponent"`
-	HubRefused              int     `json:"hubRefusedRequests"`
-	Completed               int     `json:"completed"`
+	// MachineBusyCores is how many of the machine's CPUs were busy, on
+	// average, from the apply to the last API exposed (numCPU of them: the
+	// run is CPU-bound near that). OtherCPUSeconds is what the processes
+	// outside the per-Component figure spent: etcd and the bench itself.
+	MachineBusyCores        float64            `json:"machineBusyCores"`
+	OtherCPUSeconds         map[string]float64 `json:"otherCpuSeconds"`
+	HubSubscriptionsPerComp float64            `json:"hubSubscriptionsPerComponent"`
+	HubRefused              int                `json:"hubRefusedRequests"`
+	Completed               int                `json:"completed"`
 	// Warmup says one Component was applied and exposed first, uncounted.
 	Warmup bool `json:"warmup"`
 }
@@ -200,6 +206,7 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		fmt.Printf("worker requests per Component by resource: %v\n", r.WorkerRequestsByResource)
 		fmt.Printf("workflow tasks timed out or failed per Component (50 sampled): %v\n", r.WorkflowTaskTroubles)
 		fmt.Printf("worker retries and refusals (whole size): %v\n", r.WorkerRetries)
+		fmt.Printf("machine during the window: %.2f of %d CPUs busy; outside the per-Component CPU: etcd %.1f s, the bench %.1f s\n", r.MachineBusyCores, numCPU(), r.OtherCPUSeconds["etcd"], r.OtherCPUSeconds["bench"])
 		fmt.Printf("hub subscriptions per Component: %.2f (requests refused: %d)\n", r.HubSubscriptionsPerComp, r.HubRefused)
 		// Written after each size, so a later size's timeout keeps these.
 		if err := writeResults(env.root, out, "bench-latest.json", results); err != nil {

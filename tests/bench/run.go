@@ -221,6 +221,48 @@ func (p *proc) stop() {
 	}
 }
 
+// machineCPUSeconds is the CPU time the machine has spent busy (every
+// state but idle and iowait) and in all, summed over its CPUs, from
+// /proc/stat.
+func machineCPUSeconds() (busy, all float64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, 0
+	}
+	// user nice system idle iowait irq softirq steal (guest time is
+	// already counted in user).
+	for i, f := range fields[1:min(len(fields), 9)] {
+		v, _ := strconv.ParseFloat(f, 64)
+		all += v / 100 // USER_HZ
+		if i != 3 && i != 4 {
+			busy += v / 100
+		}
+	}
+	return busy, all
+}
+
+// selfCPUSeconds is the bench process's own CPU time, without the
+// processes it started.
+func selfCPUSeconds() float64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
 // treeCPUSeconds is the CPU time of a process and of its descendants,
 // live ones (utime+stime) and reaped ones (cutime+cstime): PostgreSQL
 // serves each connection from a child process of its postmaster.
@@ -461,6 +503,8 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		}
 		defer func() { _ = perf.stop() }() // when the size fails midway
 	}
+	etcd0, self0 := treeCPUSeconds(e.kube.Pids()["etcd"]), selfCPUSeconds()
+	busy0, _ := machineCPUSeconds()
 	start := time.Now()
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
@@ -497,6 +541,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		return Result{}, fmt.Errorf("only %d of %d Components fully exposed before the timeout", exposedCount.Load(), n)
 	}
 	wall := time.Since(start)
+	busy1, _ := machineCPUSeconds()
 	if perf != nil {
 		// Only the measured window: the apply and its workflows, not the
 		// settling below.
@@ -517,6 +562,11 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		total += r.CPUSeconds[k]
 	}
 	r.CPUSecondsPerComponent = total / float64(n)
+	r.MachineBusyCores = (busy1 - busy0) / wall.Seconds()
+	r.OtherCPUSeconds = map[string]float64{
+		"etcd":  treeCPUSeconds(e.kube.Pids()["etcd"]) - etcd0,
+		"bench": selfCPUSeconds() - self0,
+	}
 	r.PeakRSSMiB["worker"] = peakRSSMiB(pids["worker"])
 	r.PeakRSSMiB["watcher"] = peakRSSMiB(pids["watcher"])
 	worker1, _ := scrape(worker.addr)
