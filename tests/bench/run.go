@@ -476,9 +476,15 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	if e.postgres != nil {
 		pids["postgres"] = e.postgres.Pid()
 	}
-	cpu0 := map[string]float64{}
-	for k, pid := range pids {
-		cpu0[k] = treeCPUSeconds(pid)
+	// cpuOf reads the CPU every process has spent so far: the four of the
+	// per-Component figure (and PostgreSQL), etcd, and the bench itself.
+	etcd := e.kube.Pids()["etcd"]
+	cpuOf := func() map[string]float64 {
+		c := map[string]float64{"etcd": treeCPUSeconds(etcd), "bench": selfCPUSeconds()}
+		for k, pid := range pids {
+			c[k] = treeCPUSeconds(pid)
+		}
+		return c
 	}
 	// One scrape of the worker at each end of the size: its requests, their
 	// split by resource and its retries all come from it.
@@ -503,7 +509,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 		}
 		defer func() { _ = perf.stop() }() // when the size fails midway
 	}
-	etcd0, self0 := treeCPUSeconds(e.kube.Pids()["etcd"]), selfCPUSeconds()
+	cpu0 := cpuOf()
 	busy0, _ := machineCPUSeconds()
 	start := time.Now()
 	sem := make(chan struct{}, concurrency)
@@ -542,6 +548,7 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	}
 	wall := time.Since(start)
 	busy1, _ := machineCPUSeconds()
+	cpuExposed := cpuOf()
 	if perf != nil {
 		// Only the measured window: the apply and its workflows, not the
 		// settling below.
@@ -556,17 +563,20 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	time.Sleep(2 * time.Second)
 
 	r := Result{N: n, Temporal: e.temporalKind, WallSeconds: wall.Seconds(), CPUSeconds: map[string]float64{}, PeakRSSMiB: map[string]float64{}, Completed: int(exposedCount.Load()), Warmup: warmup}
+	cpu1 := cpuOf()
 	total := 0.0
-	for k, pid := range pids {
-		r.CPUSeconds[k] = treeCPUSeconds(pid) - cpu0[k]
+	r.OtherCPUSeconds, r.WindowCPUSeconds = map[string]float64{}, map[string]float64{}
+	for k := range cpu1 {
+		r.WindowCPUSeconds[k] = cpuExposed[k] - cpu0[k]
+		if _, counted := pids[k]; !counted {
+			r.OtherCPUSeconds[k] = cpu1[k] - cpu0[k]
+			continue
+		}
+		r.CPUSeconds[k] = cpu1[k] - cpu0[k]
 		total += r.CPUSeconds[k]
 	}
 	r.CPUSecondsPerComponent = total / float64(n)
 	r.MachineBusyCores = (busy1 - busy0) / wall.Seconds()
-	r.OtherCPUSeconds = map[string]float64{
-		"etcd":  treeCPUSeconds(e.kube.Pids()["etcd"]) - etcd0,
-		"bench": selfCPUSeconds() - self0,
-	}
 	r.PeakRSSMiB["worker"] = peakRSSMiB(pids["worker"])
 	r.PeakRSSMiB["watcher"] = peakRSSMiB(pids["watcher"])
 	worker1, _ := scrape(worker.addr)
