@@ -247,55 +247,58 @@ func machineCPUSeconds() (busy, all float64) {
 }
 
 // selfCPUSeconds is the bench process's own CPU time, without the
-// processes it started.
+// processes it started (whose CPU, once reaped, is counted as its own
+// children's).
 func selfCPUSeconds() float64 {
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
+	st, ok := readProcStat("self")
+	if !ok {
 		return 0
+	}
+	return st.own
+}
+
+// procStat is what the bench reads of /proc/<pid>/stat.
+type procStat struct {
+	ppid int
+	// own is the process's CPU (utime+stime), reaped the CPU of its
+	// children that have exited and been waited for (cutime+cstime).
+	own, reaped float64
+}
+
+func readProcStat(pid string) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return procStat{}, false // gone meanwhile
 	}
 	s := string(b)
+	// Fields after "(comm) ": state is [0], ppid [1], utime [11],
+	// stime [12], cutime [13], cstime [14], in USER_HZ ticks.
 	fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
-	if len(fields) < 13 {
-		return 0
+	if len(fields) < 15 {
+		return procStat{}, false
 	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
+	var ticks [4]float64
+	for i, f := range fields[11:15] {
+		ticks[i], _ = strconv.ParseFloat(f, 64)
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return procStat{ppid: ppid, own: (ticks[0] + ticks[1]) / 100, reaped: (ticks[2] + ticks[3]) / 100}, true
 }
 
 // treeCPUSeconds is the CPU time of a process and of its descendants,
 // live ones (utime+stime) and reaped ones (cutime+cstime): PostgreSQL
 // serves each connection from a child process of its postmaster.
 func treeCPUSeconds(root int) float64 {
-	type proc struct {
-		ppid int
-		cpu  float64
-	}
-	procs := map[int]proc{}
+	procs := map[int]procStat{}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue // gone meanwhile
+		if st, ok := readProcStat(d.Name()); ok {
+			procs[pid] = st
 		}
-		s := string(b)
-		// Fields after "(comm) ": state is [0], ppid [1], utime [11],
-		// stime [12], cutime [13], cstime [14].
-		fields := strings.Fields(s[strings.LastIndex(s, ")")+2:])
-		if len(fields) < 15 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(fields[1])
-		var ticks float64
-		for _, f := range fields[11:15] {
-			v, _ := strconv.ParseFloat(f, 64)
-			ticks += v
-		}
-		procs[pid] = proc{ppid: ppid, cpu: ticks / 100} // USER_HZ
 	}
 	inTree := func(pid int) bool {
 		for ; pid > 1; pid = procs[pid].ppid {
@@ -308,7 +311,7 @@ func treeCPUSeconds(root int) float64 {
 	total := 0.0
 	for pid, p := range procs {
 		if inTree(pid) {
-			total += p.cpu
+			total += p.own + p.reaped
 		}
 	}
 	return total
