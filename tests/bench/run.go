@@ -289,6 +289,12 @@ func readProcStat(pid string) (procStat, bool) {
 // live ones (utime+stime) and reaped ones (cutime+cstime): PostgreSQL
 // serves each connection from a child process of its postmaster.
 func treeCPUSeconds(root int) float64 {
+	return treesCPUSeconds(map[string]int{"": root})[""]
+}
+
+// treesCPUSeconds is treeCPUSeconds for several roots (name -> pid), from
+// one pass over /proc.
+func treesCPUSeconds(roots map[string]int) map[string]float64 {
 	procs := map[int]procStat{}
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
@@ -300,18 +306,18 @@ func treeCPUSeconds(root int) float64 {
 			procs[pid] = st
 		}
 	}
-	inTree := func(pid int) bool {
-		for ; pid > 1; pid = procs[pid].ppid {
-			if pid == root {
-				return true
-			}
-		}
-		return false
+	rootName := map[int]string{}
+	for name, pid := range roots {
+		rootName[pid] = name
 	}
-	total := 0.0
+	total := make(map[string]float64, len(roots))
 	for pid, p := range procs {
-		if inTree(pid) {
-			total += p.own + p.reaped
+		// Counted under the nearest root above it (or itself).
+		for up := pid; up > 1; up = procs[up].ppid {
+			if name, ok := rootName[up]; ok {
+				total[name] += p.own + p.reaped
+				break
+			}
 		}
 	}
 	return total
@@ -482,11 +488,11 @@ func (e *benchEnv) runSize(ctx context.Context, round, n, concurrency int, warmu
 	// cpuOf reads the CPU every process has spent so far: the four of the
 	// per-Component figure (and PostgreSQL), etcd, and the bench itself.
 	etcd := e.kube.Pids()["etcd"]
+	roots := maps.Clone(pids)
+	roots["etcd"] = etcd
 	cpuOf := func() map[string]float64 {
-		c := map[string]float64{"etcd": treeCPUSeconds(etcd), "bench": selfCPUSeconds()}
-		for k, pid := range pids {
-			c[k] = treeCPUSeconds(pid)
-		}
+		c := treesCPUSeconds(roots)
+		c["bench"] = selfCPUSeconds()
 		return c
 	}
 	// One scrape of the worker at each end of the size: its requests, their
