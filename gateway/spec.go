@@ -203,8 +203,10 @@ func parsePolicies(r reader) Policies {
 		p.CORS = cors
 	}
 	// quota has no enabled flag: the APISIX operator applies it when both
-	// identifier and limit are set.
-	if q := r.child("quota"); q.has("identifier") && q.has("limit") {
+	// identifier and limit are set, and an empty one ("") is not set. A
+	// limit that is set must be a positive count: APISIX's limit-count
+	// refuses anything else.
+	if q := r.child("quota"); !q.blank("identifier") && !q.blank("limit") {
 		id, limit := q.str("identifier"), q.count("limit")
 		if id != "" && limit > 0 {
 			p.Quota = &Quota{Identifier: id, Limit: limit}
@@ -306,12 +308,26 @@ func (r reader) boolean(key string) bool {
 	return b
 }
 
-// int reads an integer given as a JSON number or a decimal string.
-func (r reader) int(key string) *int64 {
+// blank reports whether key is absent, null or an empty (or all-space)
+// string. Helm charts render an unset value as "" (the Canvas test kit's
+// `quota: {identifier: "", limit: ""}`), and the Canvas operators read it
+// as not set, so odaflow does too.
+func (r reader) blank(key string) bool {
 	v, ok := r.obj[key]
 	if !ok || v == nil {
+		return true
+	}
+	s, isStr := v.(string)
+	return isStr && strings.TrimSpace(s) == ""
+}
+
+// int reads an integer given as a JSON number or a decimal string; nil when
+// absent or blank.
+func (r reader) int(key string) *int64 {
+	if r.blank(key) {
 		return nil
 	}
+	v := r.obj[key]
 	n, ok := toInt(v)
 	if !ok {
 		r.errs.add(r.path+"."+key, "must be an integer, got %s", describe(v))
@@ -321,12 +337,12 @@ func (r reader) int(key string) *int64 {
 }
 
 // count reads a positive count such as a rate limit ("100" or 100); 0 when
-// absent.
+// absent or blank.
 func (r reader) count(key string) int64 {
-	v, ok := r.obj[key]
-	if !ok || v == nil {
+	if r.blank(key) {
 		return 0
 	}
+	v := r.obj[key]
 	n, ok := toInt(v)
 	if !ok || n < 1 {
 		r.errs.add(r.path+"."+key, "must be a positive integer, got %s", describe(v))

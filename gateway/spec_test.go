@@ -127,6 +127,18 @@ CORS:
 				Preflight:    Preflight{AllowMethods: []string{"GET", "POST", "PUT"}, AllowHeaders: []string{"X-One", "X-Two"}, MaxAge: 60},
 			}
 		})},
+		// Helm renders an unset value as "": the Canvas test kit's charts
+		// carry every policy block with empty values.
+		"empty quota is no quota":                    {"quota: {identifier: '', limit: ''}", base},
+		"quota with an empty limit is no quota":      {"quota: {identifier: client, limit: ' '}", base},
+		"quota with an empty identifier is no quota": {"quota: {identifier: '', limit: '5'}", base},
+		"empty template is no template":              {"template: ''", base},
+		"enabled rate limit with empty values": {"rateLimit: {enabled: true, identifier: '', limit: '', interval: ''}", with(func(s *Spec) {
+			s.Policies.RateLimit = &RateLimit{}
+		})},
+		"CORS with an empty maxAge takes the default": {"CORS: {enabled: true, handlePreflightRequests: {maxAge: ''}}", with(func(s *Spec) {
+			s.Policies.CORS = defaultCORS()
+		})},
 		"quota with a numeric limit": {"quota: {identifier: client, limit: 50}", with(func(s *Spec) {
 			s.Policies.Quota = &Quota{Identifier: "client", Limit: 50}
 		})},
@@ -206,6 +218,9 @@ hostname: https://example.com/x`, want: []FieldError{
 		"zero and negative limits": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '0'}\nquota: {identifier: q, limit: -1}", want: []FieldError{
 			{"spec.rateLimit.limit", `must be a positive integer, got "0"`},
 			{"spec.quota.limit", "must be a positive integer, got -1"},
+		}},
+		"non-numeric quota limit": {yaml: minimalSpec + "quota: {identifier: client, limit: lots}", want: []FieldError{
+			{"spec.quota.limit", `must be a positive integer, got "lots"`},
 		}},
 		"unknown interval": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '5', interval: pw}", want: []FieldError{
 			{"spec.rateLimit.interval", `must be ps, pm, ph or pd, got "pw"`},

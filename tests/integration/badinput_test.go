@@ -321,6 +321,24 @@ func TestMalformedComponentsEachFailClearly(t *testing.T) {
 	orphans := map[string]string{"orphan-root": "every path on the gateway", "orphan-takeover": "already exposed by"}
 	create(t, oda.KindExposedAPI, child(oda.KindExposedAPI, ns, "orphan-root", orphanSpec("/")))
 	create(t, oda.KindExposedAPI, child(oda.KindExposedAPI, ns, "orphan-takeover", orphanSpec(goodPath)))
+	// Policy values the gateway itself would refuse stay InvalidSpec (an
+	// empty one is "not set", see the test kit's charts): APISIX's
+	// limit-count takes a positive count only, and Kong's rate-limiting
+	// plugin needs a number of requests per interval.
+	for name, policy := range map[string]map[string]any{
+		"orphan-quota-word": {"quota": map[string]any{"identifier": "consumer", "limit": "lots"}},
+		"orphan-quota-zero": {"quota": map[string]any{"identifier": "consumer", "limit": "0"}},
+		"orphan-rate-word":  {"rateLimit": map[string]any{"enabled": true, "identifier": "IP", "limit": "many", "interval": "pm"}},
+	} {
+		spec := orphanSpec("/" + name + "/x")
+		for k, v := range policy {
+			spec[k] = v
+		}
+		create(t, oda.KindExposedAPI, child(oda.KindExposedAPI, ns, name, spec))
+	}
+	orphans["orphan-quota-word"] = `spec.quota.limit: must be a positive integer, got "lots"`
+	orphans["orphan-quota-zero"] = `spec.quota.limit: must be a positive integer, got "0"`
+	orphans["orphan-rate-word"] = `spec.rateLimit.limit: must be a positive integer, got "many"`
 	// A child whose owner reference names the good neighbour with the wrong
 	// uid: the garbage collector removes it, as for any dangling owner.
 	fake := child(oda.KindExposedAPI, ns, "wrong-owner-uid", orphanSpec("/wrong-owner-uid/x"))

@@ -1,0 +1,169 @@
+// Package testkit renders the ODA Canvas test kit's Component charts
+// (../shared/oda-canvas/testkit from the repository root) with their default
+// values through Helm's own chart loader and template engine, so tests run
+// odaflow on exactly what a Canvas user installs. Every chart folder is
+// found by listing the directory: a chart added there is tested without code.
+package testkit
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/validate"
+)
+
+// RelDir is the test kit's folder relative to the repository root.
+const RelDir = "../shared/oda-canvas/testkit"
+
+// Chart is one test-kit chart folder.
+type Chart struct {
+	// Name is the folder name (productcatalog-v1).
+	Name string
+	// Dir is the folder's path.
+	Dir string
+}
+
+// Rendered is a chart rendered with its default values.
+type Rendered struct {
+	Chart Chart
+	// Manifest is the multi-document YAML helm template would print.
+	Manifest []byte
+	// Objects are the manifest's documents, in manifest order.
+	Objects []*unstructured.Unstructured
+}
+
+// Components returns the rendered Component objects.
+func (r Rendered) Components() []*unstructured.Unstructured { return r.ofKind("Component") }
+
+// Services returns the rendered Services.
+func (r Rendered) Services() []*unstructured.Unstructured { return r.ofKind("Service") }
+
+func (r Rendered) ofKind(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range r.Objects {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Dir returns the test kit's folder. A missing folder skips the test, except
+// with CI set, where it fails: a skip must never count as a pass there.
+func Dir(t testing.TB) string {
+	t.Helper()
+	root, err := localstack.RepoRoot()
+	if err != nil {
+		t.Fatalf("repository root: %v", err)
+	}
+	dir := filepath.Join(root, RelDir)
+	if _, err := os.Stat(dir); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the ODA Canvas test kit is missing (%s): %v", dir, err)
+		}
+		t.Skipf("SKIPPED: the ODA Canvas test kit is not at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// Charts lists every chart folder (one with a Chart.yaml) of the test kit,
+// by name.
+func Charts(t testing.TB) []Chart {
+	t.Helper()
+	dir := Dir(t)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("listing the test kit: %v", err)
+	}
+	var out []Chart
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if _, err := os.Stat(filepath.Join(p, "Chart.yaml")); err == nil {
+			out = append(out, Chart{Name: e.Name(), Dir: p})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	if len(out) == 0 {
+		t.Fatalf("the test kit at %s holds no chart", dir)
+	}
+	return out
+}
+
+// Render renders a chart with its default values as `helm template
+// <release> <dir> --namespace <namespace>` would.
+func Render(c Chart, release, namespace string) (Rendered, error) {
+	ch, err := loader.Load(c.Dir)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("loading chart %s: %w", c.Name, err)
+	}
+	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
+	vals, err := chartutil.ToRenderValues(ch, nil, opts, chartutil.DefaultCapabilities)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("values of chart %s: %w", c.Name, err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		return Rendered{}, fmt.Errorf("rendering chart %s: %w", c.Name, err)
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		// Helm installs only the manifests; NOTES.txt and partials are not.
+		if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var manifest bytes.Buffer
+	for _, name := range names {
+		if strings.TrimSpace(files[name]) == "" {
+			continue
+		}
+		fmt.Fprintf(&manifest, "---\n# Source: %s\n%s\n", name, files[name])
+	}
+	docs, err := validate.Decode(manifest.Bytes())
+	if err != nil {
+		return Rendered{}, fmt.Errorf("chart %s: %w", c.Name, err)
+	}
+	objs := make([]*unstructured.Unstructured, len(docs))
+	for i, d := range docs {
+		objs[i] = &unstructured.Unstructured{Object: d}
+		if objs[i].GetNamespace() == "" {
+			objs[i].SetNamespace(namespace)
+		}
+	}
+	return Rendered{Chart: c, Manifest: manifest.Bytes(), Objects: objs}, nil
+}
+
+// MustRender renders a chart or fails the test.
+func MustRender(t testing.TB, c Chart, release, namespace string) Rendered {
+	t.Helper()
+	r, err := Render(c, release, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Find returns the chart named name, failing the test when the test kit has
+// none (the upgrade tests name the charts they upgrade between).
+func Find(t testing.TB, name string) Chart {
+	t.Helper()
+	for _, c := range Charts(t) {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("the test kit has no chart %s", name)
+	return Chart{}
+}
