@@ -31,6 +31,7 @@ Usage:
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
   odaflow status  [-n ns] [component]   each Component's phase, APIs and Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
+  odaflow validate -f FILE...           check Component manifests offline: children and problems
   odaflow healthcheck [--url URL]       exit 0 when the endpoint answers 200 (container health checks)
   odaflow version
 
@@ -62,6 +63,8 @@ func main() {
 		err = runHealthcheck(args)
 	case "webhook":
 		err = runWebhook(args)
+	case "validate":
+		err = runValidate(args)
 	case "version":
 		fmt.Println(version)
 	case "-h", "--help", "help":
@@ -71,11 +74,12 @@ func main() {
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "odaflow %s: %v\n", cmd, err)
+		// An exitError carries only a status: the command has said why.
 		var exit exitError
 		if errors.As(err, &exit) {
 			os.Exit(int(exit))
 		}
+		fmt.Fprintf(os.Stderr, "odaflow %s: %v\n", cmd, err)
 		os.Exit(1)
 	}
 }

@@ -9,20 +9,6 @@ import (
 	"github.com/odaflow/odaflow/webhook/conversion"
 )
 
-// Namespace and Release are what the Canvas's own test suite installs the
-// charts with (the -sman chart's podSelector names namespace components).
-const (
-	Namespace = "components"
-	Release   = "r1"
-)
-
-// crdRefused lists the charts whose Component the Canvas's Component CRD
-// itself refuses, with the reason: the apiserver never stores them, so
-// odaflow never sees them (the integration test asserts the refusal).
-var crdRefused = map[string]string{
-	"productinventory-v1": "spec.managementFunction is a list ([]); the Component CRD requires an object",
-}
-
 // TestEveryChartIsAccepted renders every test-kit chart with its default
 // values through Helm and runs its Component through the decisions odaflow
 // takes on it: conversion to v1 (v1beta3, v1beta4 charts), the desired
@@ -38,7 +24,7 @@ func TestEveryChartIsAccepted(t *testing.T) {
 			}
 			obj := comps[0].Object
 			rep := validate.Component(obj, Namespace)
-			if reason, refused := crdRefused[c.Name]; refused {
+			if reason, refused := CRDRefused[c.Name]; refused {
 				if !rep.Failed() {
 					t.Fatalf("listed as refused by the CRD (%s), but odaflow accepts it", reason)
 				}

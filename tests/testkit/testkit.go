@@ -26,6 +26,20 @@ import (
 // RelDir is the test kit's folder relative to the repository root.
 const RelDir = "../shared/oda-canvas/testkit"
 
+// Namespace and Release are what the Canvas's own test suite installs the
+// charts with (the -sman chart's podSelector names namespace components).
+const (
+	Namespace = "components"
+	Release   = "r1"
+)
+
+// CRDRefused lists the charts whose Component the Canvas's Component CRD
+// itself refuses, with the reason: the apiserver never stores them, so
+// odaflow never sees them (the integration test asserts the refusal).
+var CRDRefused = map[string]string{
+	"productinventory-v1": "spec.managementFunction is a list ([]); the Component CRD requires an object",
+}
+
 // Chart is one test-kit chart folder.
 type Chart struct {
 	// Name is the folder name (productcatalog-v1).
