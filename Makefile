@@ -8,16 +8,23 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
+.PHONY: chart contracts all dev dev-tools test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
 
 all: build
 
 help:
 	@echo "make dev     run the local stack: kube-apiserver + etcd + controller-manager, Temporal with its Web UI, worker, watcher"
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
-	@echo "make tools   build the real servers into the cache (hack/tools.sh)"
+	@echo "make tools   build every real server the tests run into the cache (hack/tools.sh)"
 	@echo "make build   build bin/odaflow"
 	@echo "make fuzz    run every fuzz target in turn (FUZZTIME=10s each; FUZZTIME=10m for a long run)"
+
+## dev-tools: only what `make dev` runs: etcd, kube-apiserver,
+## kube-controller-manager and the Temporal CLI, and the modules that carry
+## the Istio and Gateway API CRDs the local stack installs (hack/tools.sh
+## with no argument).
+dev-tools:
+	@hack/tools.sh >/dev/null
 
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
 ## built from the Go module proxy and cached outside the clone (bin/tools links
@@ -25,8 +32,7 @@ help:
 ## tests, each in a cache folder of its own (bin/helm, bin/vault); the
 ## Temporal server binary and its SQL tool (bin/temporal-server) and Debian's
 ## PostgreSQL for the production-shape tests.
-tools:
-	@hack/tools.sh >/dev/null
+tools: dev-tools
 	@hack/tools.sh helm >/dev/null
 	@hack/tools.sh vault >/dev/null
 	@hack/tools.sh temporal-server >/dev/null
@@ -35,7 +41,9 @@ tools:
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(ODAFLOW) ./cmd/odaflow
 
-dev: tools build
+# Vault is not built for `make dev`: it is used when `make tools` (or
+# `hack/tools.sh vault`) has put it in the cache, and left out otherwise.
+dev: dev-tools build
 	$(ODAFLOW) dev
 
 fmt-check:

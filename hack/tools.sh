@@ -5,8 +5,13 @@
 # and the tools go.sum, so a fresh clone on the same machine reuses them; bin/tools
 # (git-ignored) links to the cache. Prints the cache folder on stdout.
 #
-#   hack/tools.sh            build what is missing, print the folder
+#   hack/tools.sh            build what is missing, download the modules that
+#                            carry the Istio and Gateway API CRDs (the local
+#                            stack installs them), print the folder: all that
+#                            `make dev` needs
 #   hack/tools.sh --path     print the folder only (no build)
+#   hack/tools.sh --path vault|helm|temporal-server
+#                            print that tool's cache folder only (no build)
 #   hack/tools.sh vault      build the Vault dev server (tools/vault, its own
 #                            go.mod) into its own cache folder, link bin/vault
 #                            and print the folder
@@ -50,7 +55,13 @@ tserver_hash="$(cat "$root/tools/temporal-server/go.mod" "$root/tools/temporal-s
 tserver_dir="$cache_root/temporal-server-${TEMPORAL_SERVER_VERSION}_${tserver_hash}"
 
 if [[ "${1:-}" == "--path" ]]; then
-  echo "$dir"
+  case "${2:-}" in
+    "") echo "$dir" ;;
+    vault) echo "$vault_dir" ;;
+    helm) echo "$helm_dir" ;;
+    temporal-server) echo "$tserver_dir" ;;
+    *) echo "tools: unknown tool ${2}" >&2; exit 2 ;;
+  esac
   exit 0
 fi
 
@@ -174,6 +185,14 @@ if [[ "${1:-}" == "helm" ]]; then
   echo "$helm_dir"
   exit 0
 fi
+# The CRDs the local stack installs next to the ODA ones
+# (internal/localstack.GatewayCRDs) ship in these modules of odaflow's
+# go.mod, which no odaflow binary imports, so `go build` never fetches them.
+download_crd_modules() {
+  (cd "$root" && go mod download istio.io/api sigs.k8s.io/gateway-api)
+}
+
+download_crd_modules
 build_temporal
 build_k8s etcd go.etcd.io/etcd/server/v3
 build_k8s kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver

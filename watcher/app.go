@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/fx"
-	"go.uber.org/fx/fxevent"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
@@ -74,16 +73,14 @@ func DefaultLifecycles(opts LifecycleOptions) map[string]Lifecycle {
 	}
 }
 
-// NewApp builds the watcher process.
-func NewApp(cfg config.Watcher) *fx.App {
-	return fx.New(
+// NewApp builds the watcher process; extra options (runtime.WithLogHandler)
+// are added to it.
+func NewApp(cfg config.Watcher, extra ...fx.Option) *fx.App {
+	return fx.New(append([]fx.Option{
 		fx.Supply(cfg, cfg.Common),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
-			return &fxevent.SlogLogger{Logger: log.With("component", "fx")}
-		}),
 		runtime.Module,
 		fx.Invoke(runApp),
-	)
+	}, extra...)...)
 }
 
 func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dynamic.Interface, core kubernetes.Interface, md metadata.Interface,

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.uber.org/fx"
-	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -73,9 +72,6 @@ func WithInterceptor(ic interceptor.WorkerInterceptor) fx.Option {
 func New(cfg config.Worker, extra ...fx.Option) *fx.App {
 	return fx.New(append([]fx.Option{
 		fx.Supply(cfg, cfg.Common),
-		fx.WithLogger(func(log *slog.Logger) fxevent.Logger {
-			return &fxevent.SlogLogger{Logger: log.With("component", "fx")}
-		}),
 		runtime.Module,
 		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
 			return activities.NewKube(dyn, core, log.With("component", "activities"))

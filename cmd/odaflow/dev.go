@@ -6,37 +6,101 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.uber.org/fx"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/kubeapply"
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/internal/runtime"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"
 	"github.com/odaflow/odaflow/workflows"
 )
 
-//go:embed samples/component-productcatalog.yaml
-var sampleComponent []byte
+// The sample: the Canvas's example product catalog (which depends on a
+// product catalog API) and another release of it that provides that API,
+// applied in this order.
+var (
+	//go:embed samples/component-productcatalog-provider.yaml
+	sampleProvider []byte
+	//go:embed samples/component-productcatalog.yaml
+	sampleComponent []byte
+)
+
+// samples are the sample Components, in the order they are applied.
+var samples = [][]byte{sampleProvider, sampleComponent}
+
+// devPorts are where the dev stack listens. The defaults are fixed so that
+// links and a kubeconfig stay valid between runs; --free-ports picks free
+// ones (to run next to another stack, as the tests do).
+type devPorts struct {
+	Kube, Etcd, Temporal, TemporalUI, Vault int
+	Worker, Watcher, Webhook                string
+}
+
+func fixedDevPorts() devPorts {
+	return devPorts{Kube: 6443, Etcd: 2379, Temporal: 7233, TemporalUI: 8233, Vault: 8200,
+		Worker: "127.0.0.1:8081", Watcher: "127.0.0.1:8082", Webhook: "127.0.0.1:9443"}
+}
+
+func freeDevPorts() (devPorts, error) {
+	var addrs []string
+	for range 3 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return devPorts{}, err
+		}
+		addrs = append(addrs, l.Addr().String())
+		defer l.Close()
+	}
+	return devPorts{Worker: addrs[0], Watcher: addrs[1], Webhook: addrs[2]}, nil
+}
 
 func runDev(args []string) error {
 	fset := flag.NewFlagSet("odaflow dev", flag.ContinueOnError)
 	kubeconfig := fset.String("kubeconfig", os.Getenv("KUBECONFIG"), "use this cluster instead of starting one (env KUBECONFIG); the ODA CRDs are installed there")
-	dataDir := fset.String("data-dir", defaultDataDir(), "state of the local stack (etcd data, Temporal database, logs)")
-	sample := fset.Bool("sample", true, "apply the sample productcatalog Component")
-	namespace := fset.String("sample-namespace", "components", "namespace of the sample Component")
-	logLevel := fset.String("log-level", "info", "log level of the worker and the watcher")
+	dataDir := fset.String("data-dir", defaultDataDir(), "state of the local stack (etcd data, Temporal database) and its logs")
+	sample := fset.Bool("sample", true, "apply the sample Components")
+	namespace := fset.String("sample-namespace", "components", "namespace of the sample Components")
+	logLevel := fset.String("log-level", "info", "level of the worker's and the watcher's logs (files in the data folder); debug adds fx's records")
+	keycloakURL := fset.String("keycloak-url", os.Getenv("ODAFLOW_KEYCLOAK_URL"),
+		"a real Keycloak instead of odaflow's stand-in (base URL, with /auth before Keycloak 17); admin user and password from KEYCLOAK_ADMIN and KEYCLOAK_ADMIN_PASSWORD (env ODAFLOW_KEYCLOAK_URL)")
+	keycloakRealm := fset.String("keycloak-realm", "odari", "Keycloak realm of the component clients")
+	free := fset.Bool("free-ports", false, "listen on free ports instead of 6443, 2379, 7233, 8233, 8081, 8082, 8200 and 9443 (to run next to another stack)")
 	if err := fset.Parse(args); err != nil {
 		return exitError(2)
 	}
+	if fset.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %v", fset.Args())
+	}
+	level, err := parseLevel(*logLevel)
+	if err != nil {
+		return err
+	}
+	ports := fixedDevPorts()
+	if *free {
+		if ports, err = freeDevPorts(); err != nil {
+			return err
+		}
+	}
+	if *dataDir, err = filepath.Abs(*dataDir); err != nil {
+		return err
+	}
 	ctx, stop := notifyContext()
 	defer stop()
+	out := &console{out: os.Stdout}
 
 	tools, err := localstack.FindTools()
 	if err != nil {
@@ -44,48 +108,34 @@ func runDev(args []string) error {
 	}
 	started := time.Now()
 	step := func(what string) {
-		if *logLevel == "debug" {
-			fmt.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
+		if level <= slog.LevelDebug {
+			out.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
 		}
 	}
 	kubeconfigPath := *kubeconfig
 	if kubeconfigPath == "" {
 		kube, err := localstack.StartKube(ctx, localstack.Options{
-			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "kube"), Persist: true, KubePort: 6443, EtcdPort: 2379,
+			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "kube"), Persist: true, KubePort: ports.Kube, EtcdPort: ports.Etcd,
 		})
 		if err != nil {
 			return fmt.Errorf("start kube-apiserver: %w", err)
 		}
 		defer logStop("kubernetes", kube.Stop)
 		kubeconfigPath = kube.KubeconfigPath
-		fmt.Printf("kube-apiserver ready at %s (%s)\n", kube.Host, time.Since(started).Round(time.Millisecond))
-	} else {
-		fmt.Printf("using the cluster of %s\n", kubeconfigPath)
+		step("kube-apiserver ready")
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath, err)
 	}
-	crdDir, err := os.MkdirTemp("", "odaflow-crds-")
-	if err != nil {
+	if err := installDevCRDs(ctx, restCfg, out); err != nil {
 		return err
-	}
-	defer os.RemoveAll(crdDir)
-	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	if err := localstack.GatewayCRDs(crdDir); err != nil {
-		fmt.Fprintf(os.Stderr, "warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
-	}
-	if err := localstack.InstallCRDs(ctx, restCfg, crdDir); err != nil {
-		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
 	step("CRDs installed")
-
 	if *kubeconfig == "" {
 		// Components applied as v1beta2..v1beta4 are converted by odaflow's
 		// own webhook, as in a cluster with the chart's webhook enabled.
-		stopWebhook, err := startConversionWebhook(ctx, restCfg)
+		stopWebhook, err := startConversionWebhook(ctx, restCfg, ports.Webhook)
 		if err != nil {
 			return fmt.Errorf("start the conversion webhook: %w", err)
 		}
@@ -94,7 +144,7 @@ func runDev(args []string) error {
 
 	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
 		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
-		TemporalPort: 7233, TemporalUIPort: 8233, SearchAttributes: workflows.SearchAttributeTypes(),
+		TemporalPort: ports.Temporal, TemporalUIPort: ports.TemporalUI, SearchAttributes: workflows.SearchAttributeTypes(),
 	})
 	if err != nil {
 		return fmt.Errorf("start the Temporal dev server: %w", err)
@@ -102,16 +152,50 @@ func runDev(args []string) error {
 	defer logStop("temporal", temporal.Stop)
 	step("Temporal ready")
 
+	identity, err := startIdentity(ctx, restCfg, *keycloakURL, *keycloakRealm)
+	if err != nil {
+		return err
+	}
+	defer identity.Stop()
+	vault, err := startVault(ctx, restCfg, filepath.Join(*dataDir, "vault"), ports.Vault)
+	if err != nil {
+		return err
+	}
+	defer logStop("vault", vault.Stop)
+
+	logDir := filepath.Join(*dataDir, "logs")
+	workerLog, err := openDevLog(logDir, "worker.log")
+	if err != nil {
+		return err
+	}
+	defer workerLog.Close()
+	watcherLog, err := openDevLog(logDir, "watcher.log")
+	if err != nil {
+		return err
+	}
+	defer watcherLog.Close()
+	workerHandler, watcherHandler := workerLog.handler(level, "worker", out), watcherLog.handler(level, "watcher", out)
+
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
 		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway",
-		SearchAttributes: true,
+		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none",
 	}
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway"}
-	wcfg.HTTPAddress = "127.0.0.1:8081"
-	vcfg := config.Watcher{Common: common}
-	vcfg.HTTPAddress = "127.0.0.1:8082"
-	apps := []*fx.App{worker.New(wcfg), watcher.NewApp(vcfg)}
+	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
+		Keycloak: identity.Config, Vault: vault.Config}
+	wcfg.HTTPAddress = ports.Worker
+	vcfg := config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, SecretsCheckInterval: 10 * time.Minute,
+		ChildStatusWindow: 250 * time.Millisecond, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout}
+	vcfg.HTTPAddress = ports.Watcher
+	if err := errors.Join(wcfg.Validate(), vcfg.Validate()); err != nil {
+		return fmt.Errorf("the dev stack's own configuration: %w", err)
+	}
+	apps := []*fx.App{
+		worker.New(wcfg, runtime.WithLogHandler(workerHandler)),
+		watcher.NewApp(vcfg, runtime.WithLogHandler(watcherHandler)),
+	}
+	// client-go's own lines (informers, leader election) are the watcher's.
+	klog.SetSlogLogger(slog.New(watcherHandler).With("component", "client-go"))
 	for _, app := range apps {
 		if err := app.Start(ctx); err != nil {
 			return err
@@ -122,36 +206,100 @@ func runDev(args []string) error {
 			_ = app.Stop(stopCtx)
 		}(app)
 	}
-
 	step("worker and watcher started")
-	if *sample && *kubeconfig == "" {
-		// The local cluster has no load balancer and no kubelet: stand in for
-		// them so the sample's APIs get a url and a ready implementation.
-		if err := simulateCluster(ctx, restCfg, *namespace); err != nil {
-			return fmt.Errorf("simulate the gateway and endpoints: %w", err)
-		}
+
+	lifecycle := newLifecycleConsole(out)
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return err
 	}
-	if *sample {
-		if err := kubeapply.Apply(ctx, restCfg, namespaceManifest(*namespace), ""); err != nil {
-			return fmt.Errorf("create namespace %s: %w", *namespace, err)
-		}
-		if err := kubeapply.Apply(ctx, restCfg, sampleComponent, *namespace); err != nil {
-			return fmt.Errorf("apply the sample Component: %w", err)
-		}
+	if err := lifecycle.watch(ctx, dyn); err != nil {
+		return err
 	}
-	fmt.Printf(`
+	out.Printf(`
 odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 
-  Temporal Web UI   %s/namespaces/default/workflows
+  Temporal Web UI   %s/namespaces/%s/workflows
+  status            %s
   kubeconfig        %s
-  watch components  kubectl --kubeconfig %s get components -A -w
-  worker metrics    http://127.0.0.1:8081/metrics   watcher metrics http://127.0.0.1:8082/metrics
-  state and logs    %s
+  Keycloak          %s
+  Vault             %s
+  logs              %s (worker.log, watcher.log; the servers' in %s)
 
-`, time.Since(started).Round(time.Millisecond), temporal.UIAddress, kubeconfigPath, kubeconfigPath, *dataDir)
+`, time.Since(started).Round(time.Millisecond), temporal.UIAddress, temporal.Namespace,
+		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, vault.Banner, logDir, *dataDir)
+
+	if *sample {
+		if *kubeconfig == "" {
+			// The local cluster has no load balancer and no kubelet: stand in
+			// for them so the sample's APIs get a url and a ready implementation.
+			if err := simulateCluster(ctx, restCfg, *namespace, samples); err != nil {
+				return fmt.Errorf("simulate the gateway and endpoints: %w", err)
+			}
+		}
+		if err := applySamples(ctx, restCfg, *namespace); err != nil {
+			return err
+		}
+		out.Printf("sample: r-cat-productcatalogmanagement provides the product catalog API that ctk-productcatalogmanagement\n"+
+			"depends on (namespace %s). Each line: time since the Component appeared, Component, child, step.\n\n", *namespace)
+	}
 	<-ctx.Done()
-	fmt.Println("\nstopping...")
+	out.Printf("\nstopping...\n")
 	return nil
+}
+
+// installDevCRDs installs the ODA CRDs and the gateways'.
+func installDevCRDs(ctx context.Context, cfg *rest.Config, out *console) error {
+	crdDir, err := os.MkdirTemp("", "odaflow-crds-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(crdDir)
+	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
+		return err
+	}
+	if err := localstack.GatewayCRDs(crdDir); err != nil {
+		// hack/tools.sh downloads their modules; this is a stack started
+		// some other way.
+		out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
+	}
+	if err := localstack.InstallCRDs(ctx, cfg, crdDir); err != nil {
+		return fmt.Errorf("install the ODA CRDs: %w", err)
+	}
+	return nil
+}
+
+func applySamples(ctx context.Context, cfg *rest.Config, namespace string) error {
+	if err := kubeapply.Apply(ctx, cfg, namespaceManifest(namespace), ""); err != nil {
+		return fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
+	for _, s := range samples {
+		if err := kubeapply.Apply(ctx, cfg, s, namespace); err != nil {
+			return fmt.Errorf("apply the sample Components: %w", err)
+		}
+	}
+	return nil
+}
+
+// statusCommand is the `odaflow status` command line for this stack, as
+// the user started this binary (bin/odaflow from `make dev`).
+func statusCommand(kubeconfig string) string {
+	name := os.Args[0]
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, name); err == nil && !strings.HasPrefix(rel, "..") {
+			name = rel
+		}
+	}
+	if kubeconfig == devKubeconfig() {
+		return name + " status"
+	}
+	return name + " status --kubeconfig " + kubeconfig
+}
+
+// devKubeconfig is the kubeconfig `odaflow dev` writes with its default
+// data folder; `odaflow status` and `explain` use it when no other is given.
+func devKubeconfig() string {
+	return filepath.Join(defaultDataDir(), "kube", "kubeconfig")
 }
 
 func defaultDataDir() string {

@@ -15,15 +15,15 @@ import (
 	"github.com/odaflow/odaflow/webhook"
 )
 
-// startConversionWebhook serves the Component conversion webhook on
-// 127.0.0.1:9443 with a self-signed certificate and points the local
+// startConversionWebhook serves the Component conversion webhook on address
+// (127.0.0.1:9443) with a self-signed certificate and points the local
 // apiserver's Component CRD at it; the returned function undoes both.
-func startConversionWebhook(ctx context.Context, cfg *rest.Config) (func(), error) {
+func startConversionWebhook(ctx context.Context, cfg *rest.Config, address string) (func(), error) {
 	certPEM, keyPEM, caPEM, err := webhook.SelfSigned([]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
 	if err != nil {
 		return nil, err
 	}
-	srv, err := webhook.New(webhook.Config{Address: "127.0.0.1:9443", CertPEM: certPEM, KeyPEM: keyPEM})
+	srv, err := webhook.New(webhook.Config{Address: address, CertPEM: certPEM, KeyPEM: keyPEM})
 	if err != nil {
 		return nil, err
 	}

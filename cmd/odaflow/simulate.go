@@ -8,17 +8,48 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/odaflow/odaflow/internal/kubeapply"
+	"github.com/odaflow/odaflow/oda"
 )
 
-// sampleImplementations are the Services the sample Component's APIs name.
-var sampleImplementations = []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"}
+// implementations are the Services the exposed APIs of the Component
+// manifests name.
+func implementations(manifests [][]byte) ([]string, error) {
+	var names []string
+	for _, m := range manifests {
+		objs, err := kubeapply.Parse(m)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			for _, seg := range oda.Segments {
+				apis, _, _ := unstructured.NestedSlice(o.Object, "spec", string(seg), "exposedAPIs")
+				for _, a := range apis {
+					if m, _ := a.(map[string]any); m != nil {
+						if name, _ := m["implementation"].(string); name != "" {
+							names = append(names, name)
+						}
+					}
+				}
+			}
+		}
+	}
+	return names, nil
+}
 
 // simulateCluster plays, on the local apiserver, the parts of a cluster that
 // do not run here: the Istio ingress Service gets a load-balancer address
-// (127.0.0.1) and the sample's implementation Services get a ready endpoint.
-func simulateCluster(ctx context.Context, cfg *rest.Config, namespace string) error {
+// (127.0.0.1) and the implementation Services of the sample Components get
+// a ready endpoint.
+func simulateCluster(ctx context.Context, cfg *rest.Config, namespace string, samples [][]byte) error {
+	sampleImplementations, err := implementations(samples)
+	if err != nil {
+		return fmt.Errorf("read the samples: %w", err)
+	}
 	core, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err

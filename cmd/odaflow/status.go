@@ -32,6 +32,7 @@ func runStatus(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return exitError(2)
 	}
+	useDevKubeconfig(&cfg)
 	rc, err := runtime.RESTConfig(cfg)
 	if err != nil {
 		return err
@@ -128,4 +129,20 @@ func runExplain(args []string) error {
 		fmt.Printf("  %-22s %-60s %s\n", ch.Kind, ch.Name, state)
 	}
 	return nil
+}
+
+// useDevKubeconfig points a command without a kubeconfig, outside a
+// cluster, at the stack `odaflow dev` runs, when there is one.
+func useDevKubeconfig(cfg *config.Common) {
+	if cfg.Kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return
+	}
+	if p := devKubeconfig(); fileExists(p) {
+		cfg.Kubeconfig = p
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -11,16 +11,21 @@ import (
 // GatewayCRDs copies the gateways' CRDs into dir: Istio's and the Gateway
 // API's real ones from their Go modules, and minimal CRDs of the real
 // group/version/kind for Kong, APISIX and the Prometheus operator. The
-// modules must be in the module cache (odaflow's go.mod requires them).
+// modules must be in the module cache (odaflow's go.mod requires them;
+// hack/tools.sh downloads them).
 func GatewayCRDs(dir string) error {
-	istio, err := moduleDir("istio.io/api")
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	istio, err := moduleDir(root, "istio.io/api")
 	if err != nil {
 		return err
 	}
 	if err := copyFile(filepath.Join(istio, "kubernetes", "customresourcedefinitions.gen.yaml"), filepath.Join(dir, "istio.yaml")); err != nil {
 		return err
 	}
-	gw, err := moduleDir("sigs.k8s.io/gateway-api")
+	gw, err := moduleDir(root, "sigs.k8s.io/gateway-api")
 	if err != nil {
 		return err
 	}
@@ -32,10 +37,6 @@ func GatewayCRDs(dir string) error {
 		if err := copyFile(f, filepath.Join(dir, "gatewayapi-"+filepath.Base(f))); err != nil {
 			return err
 		}
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return err
 	}
 	minimal, _ := filepath.Glob(filepath.Join(root, "gateway", "testdata", "crds", "*.yaml"))
 	for _, f := range minimal {
@@ -50,14 +51,18 @@ func GatewayCRDs(dir string) error {
 	return nil
 }
 
-func moduleDir(module string) (string, error) {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+// moduleDir is where the module cache holds module, as odaflow's go.mod
+// (in root) requires it.
+func moduleDir(root, module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = root
+	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("locate module %s: %w", module, err)
 	}
 	dir := strings.TrimSpace(string(out))
 	if dir == "" {
-		return "", fmt.Errorf("module %s is not downloaded", module)
+		return "", fmt.Errorf("module %s is not downloaded (hack/tools.sh downloads it)", module)
 	}
 	return dir, nil
 }

@@ -112,8 +112,7 @@ func modulePathOf(gomod []byte) string {
 func checkTools(dir string) error {
 	var missing []string
 	for _, n := range ToolNames {
-		st, err := os.Stat(filepath.Join(dir, n))
-		if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		if !isExecutable(filepath.Join(dir, n)) {
 			missing = append(missing, n)
 		}
 	}
@@ -126,4 +125,9 @@ func checkTools(dir string) error {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func isExecutable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }

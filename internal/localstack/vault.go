@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -59,7 +60,9 @@ type VaultOptions struct {
 }
 
 // VaultBinary finds the Vault dev server: $ODAFLOW_VAULT_BIN, or
-// bin/vault/vault in the repository (built by `hack/tools.sh vault`).
+// bin/vault/vault in the repository, or the tools cache's vault folder that
+// `hack/tools.sh --path vault` names (built by `hack/tools.sh vault`; a new
+// clone on the same machine has no bin/vault link yet).
 func VaultBinary() (string, error) {
 	p := os.Getenv("ODAFLOW_VAULT_BIN")
 	if p == "" {
@@ -68,6 +71,13 @@ func VaultBinary() (string, error) {
 			return "", err
 		}
 		p = filepath.Join(root, "bin", "vault", "vault")
+		if _, err := os.Stat(p); err != nil {
+			if out, err := exec.Command(filepath.Join(root, "hack", "tools.sh"), "--path", "vault").Output(); err == nil {
+				if cached := filepath.Join(lastLine(out), "vault"); isExecutable(cached) {
+					p = cached
+				}
+			}
+		}
 	}
 	st, err := os.Stat(p)
 	if err != nil {

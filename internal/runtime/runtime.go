@@ -23,11 +23,13 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/odaflow/odaflow/internal/config"
 )
@@ -37,6 +39,48 @@ func NewLogger(c config.Common) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.LogLevel))
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// logIn is what the application's logger is made from: the configuration
+// and, when the application is built WithLogHandler, that handler.
+type logIn struct {
+	fx.In
+	Common  config.Common
+	Handler slog.Handler `name:"log-handler" optional:"true"`
+}
+
+// newAppLogger is the application's logger: JSON on stderr (NewLogger), or
+// the handler given WithLogHandler.
+func newAppLogger(in logIn) *slog.Logger {
+	if in.Handler != nil {
+		return slog.New(in.Handler)
+	}
+	return NewLogger(in.Common)
+}
+
+// WithLogHandler sends an application's log records to h instead of JSON
+// on stderr: `odaflow dev` runs the worker and the watcher in one process
+// and gives each a file of its own. h applies the level itself.
+func WithLogHandler(h slog.Handler) fx.Option {
+	return fx.Provide(fx.Annotated{Name: "log-handler", Target: func() slog.Handler { return h }})
+}
+
+// FxLogger is fx's event logger for odaflow's applications: what fx
+// provides, invokes and starts is a debug record (at info it would be most
+// of a process's first screen, with stack traces), its errors stay errors.
+func FxLogger(log *slog.Logger) fxevent.Logger {
+	l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
+	l.UseLogLevel(slog.LevelDebug)
+	return l
+}
+
+// routeKlog sends client-go's klog lines (informer, reflector and leader
+// election messages) through the application's slog handler, so they come
+// out in its format and at its level instead of as klog's text on stderr.
+// klog is global: in a process with several applications, the last one
+// built receives them.
+func routeKlog(log *slog.Logger) {
+	klog.SetSlogLogger(log.With("component", "client-go"))
 }
 
 // NewRegistry is the process's Prometheus registry, with Go and process metrics.
@@ -296,6 +340,7 @@ func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, healt
 
 // Module provides the shared constructors.
 var Module = fx.Options(
-	fx.Provide(NewLogger, NewRegistry, NewKube, NewTemporal, NewHealth),
-	fx.Invoke(ServeHTTP),
+	fx.Provide(newAppLogger, NewRegistry, NewKube, NewTemporal, NewHealth),
+	fx.WithLogger(FxLogger),
+	fx.Invoke(routeKlog, ServeHTTP),
 )

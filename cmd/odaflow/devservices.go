@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/doubles/keycloak"
+	"github.com/odaflow/odaflow/internal/localstack"
+)
+
+// Where `odaflow dev` keeps the Keycloak admin credentials, as a Canvas
+// install does: a Secret the worker reads when it needs a token.
+const (
+	devSystemNamespace     = "odaflow-system"
+	devKeycloakAdminSecret = "keycloak-admin"
+)
+
+// devIdentity is the identity platform of the dev stack.
+type devIdentity struct {
+	Config config.Keycloak
+	// Banner says what it is, for the console.
+	Banner string
+	stop   func()
+}
+
+func (d *devIdentity) Stop() {
+	if d.stop != nil {
+		d.stop()
+	}
+}
+
+// startIdentity starts odaflow's Keycloak stand-in, or, with url set, uses
+// that Keycloak with the admin credentials in KEYCLOAK_ADMIN and
+// KEYCLOAK_ADMIN_PASSWORD (the variables Keycloak's own image reads). Either
+// way the credentials go into a Secret in the cluster for the worker.
+func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string) (*devIdentity, error) {
+	d := &devIdentity{Config: config.Keycloak{
+		URL: url, Realm: realm, AdminRealm: keycloak.AdminRealm,
+		AdminSecret: devSystemNamespace + "/" + devKeycloakAdminSecret, Timeout: 20 * time.Second,
+	}}
+	user, password := os.Getenv("KEYCLOAK_ADMIN"), os.Getenv("KEYCLOAK_ADMIN_PASSWORD")
+	if url != "" {
+		if user == "" {
+			user = keycloak.AdminUser
+		}
+		if password == "" {
+			return nil, errors.New("--keycloak-url needs the admin password in KEYCLOAK_ADMIN_PASSWORD (and the user in KEYCLOAK_ADMIN, default admin)")
+		}
+		d.Banner = fmt.Sprintf("%s, realm %s (--keycloak-url)", url, realm)
+	} else {
+		user, password = keycloak.AdminUser, "dev-"+randomHex(16)
+		kc, err := keycloak.New(keycloak.Options{AdminPassword: password})
+		if err != nil {
+			return nil, fmt.Errorf("start the Keycloak stand-in: %w", err)
+		}
+		d.stop = kc.Close
+		if err := kc.SeedCanvas(realm); err != nil {
+			kc.Close()
+			return nil, fmt.Errorf("seed the Keycloak stand-in: %w", err)
+		}
+		d.Config.URL = kc.URL()
+		d.Banner = fmt.Sprintf("odaflow's stand-in at %s, realm %s: an in-memory imitation of the Keycloak %s admin API\n"+
+			"                    odaflow calls (tests/contract checks it against gocloak); --keycloak-url URL uses a real Keycloak", kc.URL(), realm, keycloak.KeycloakVersion)
+	}
+	if err := putSecret(ctx, cfg, devSystemNamespace, devKeycloakAdminSecret, map[string][]byte{
+		"username": []byte(user), "password": []byte(password),
+	}); err != nil {
+		d.Stop()
+		return nil, fmt.Errorf("store the Keycloak admin credentials: %w", err)
+	}
+	return d, nil
+}
+
+// putSecret creates or replaces a Secret (and its namespace).
+func putSecret(ctx context.Context, cfg *rest.Config, namespace, name string, data map[string][]byte) error {
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = core.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: data}
+	_, err = core.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = core.CoreV1().Secrets(namespace).Update(ctx, secret, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// devVault is the Vault dev server of the dev stack, when its binary is
+// built; Config is empty without it (SecretsManagements then fail with the
+// reason).
+type devVault struct {
+	Config config.Vault
+	Banner string
+	vault  *localstack.Vault
+}
+
+func (d *devVault) Stop() error {
+	if d.vault == nil {
+		return nil
+	}
+	return d.vault.Stop()
+}
+
+// startVault starts the Vault dev server (in memory) when `make tools` or
+// `hack/tools.sh vault` has built it, with odaflow's credentials in files
+// as in a cluster: the root token, and the apiserver's CA and a token for
+// Vault's kubernetes auth.
+func startVault(ctx context.Context, cfg *rest.Config, dataDir string, port int) (*devVault, error) {
+	bin, err := localstack.VaultBinary()
+	if err != nil {
+		return &devVault{Banner: "not built, so SecretsManagements fail; `make tools` or `hack/tools.sh vault` builds it (10-20 min)"}, nil
+	}
+	v, err := localstack.StartVault(ctx, localstack.VaultOptions{Binary: bin, DataDir: dataDir, Port: port})
+	if err != nil {
+		return nil, fmt.Errorf("start the Vault dev server: %w", err)
+	}
+	d := &devVault{vault: v, Banner: v.Address + " (dev server, in memory; root token in " + v.TokenFile + ")"}
+	d.Config = config.Vault{Address: v.Address, TokenFile: v.TokenFile, AuthPath: activities.DefaultVaultAuthPath, KubernetesHost: cfg.Host}
+	if len(cfg.CAData) > 0 {
+		p := filepath.Join(v.DataDir, "kube-ca.crt")
+		if err := os.WriteFile(p, cfg.CAData, 0o600); err != nil {
+			_ = v.Stop()
+			return nil, err
+		}
+		d.Config.KubernetesCAFile = p
+	}
+	if cfg.BearerToken != "" {
+		// Vault's TokenReview calls authenticate with the dev cluster's admin token.
+		p := filepath.Join(v.DataDir, "token-reviewer.jwt")
+		if err := os.WriteFile(p, []byte(cfg.BearerToken), 0o600); err != nil {
+			_ = v.Stop()
+			return nil, err
+		}
+		d.Config.TokenReviewerJWTFile = p
+	}
+	return d, nil
+}
