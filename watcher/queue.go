@@ -4,16 +4,19 @@ import (
 	"sync"
 
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 )
 
 // newWorkQueue is the watcher's rate-limited workqueue ordered by lanes.
-func newWorkQueue(lanes *twoLaneQueue, limiter workqueue.TypedRateLimiter[key]) workqueue.TypedRateLimitingInterface[key] {
+func newWorkQueue(lanes *twoLaneQueue, limiter workqueue.TypedRateLimiter[key], clk clock.WithTicker) workqueue.TypedRateLimitingInterface[key] {
 	const name = "odaflow-watcher"
 	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[key]{
-		Name: name,
+		Name:  name,
+		Clock: clk,
 		DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[key]{
 			Name:  name,
-			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[key]{Name: name, Queue: lanes}),
+			Clock: clk,
+			Queue: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[key]{Name: name, Queue: lanes, Clock: clk}),
 		}),
 	})
 }

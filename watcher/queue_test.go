@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/odaflow/odaflow/oda"
 )
@@ -40,7 +41,7 @@ func TestTwoLaneQueueOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &Watcher{lanes: newTwoLaneQueue()}
-			w.queue = newWorkQueue(w.lanes, workqueue.DefaultTypedControllerRateLimiter[key]())
+			w.queue = newWorkQueue(w.lanes, workqueue.DefaultTypedControllerRateLimiter[key](), clock.RealClock{})
 			defer w.queue.ShutDown()
 			var got []string
 			for _, s := range tt.steps {

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
@@ -83,6 +84,10 @@ type Config struct {
 	// Temporal's default (config.DefaultWorkflowTaskTimeout says why
 	// odaflow's is longer).
 	WorkflowTaskTimeout time.Duration
+	// Clock is the watcher's time: the child-status windows, the work
+	// queue's delays and retries, and the latencies it measures. nil is
+	// the real clock; tests pass a fake one.
+	Clock clock.WithTicker
 }
 
 // Watcher is the event → signal bridge.
@@ -150,13 +155,16 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 	if cfg.IngressSelector == nil {
 		cfg.IngressSelector = labels.SelectorFromSet(labels.Set{"istio": "ingressgateway"})
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
 	lanes := newTwoLaneQueue()
 	w := &Watcher{
 		cfg: cfg, dyn: dyn, temp: temp, log: log, metrics: metrics,
 		factory: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		listers: map[string]cache.GenericLister{},
 		lanes:   lanes,
-		queue:   newWorkQueue(lanes, workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute)),
+		queue:   newWorkQueue(lanes, workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute), cfg.Clock),
 		sent:    map[key]string{},
 		uids:    map[key]string{},
 		parents: map[key]string{},
@@ -268,7 +276,7 @@ func (w *Watcher) handler(kind string) cache.ResourceEventHandler {
 		// most likely unchanged since: re-checked after the news.
 		recheck := initial && u.GetAnnotations()[oda.AnnotationObservedHash] != ""
 		own := key{Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName()}
-		now := time.Now()
+		now := w.cfg.Clock.Now()
 		w.observeLifecycle(kind, old, u, deleted, now)
 		w.mu.Lock()
 		if deleted {
@@ -341,7 +349,7 @@ func (w *Watcher) enqueueChildStatus(k key, parent string, recheck bool) {
 		w.enqueue(k, recheck)
 		return
 	}
-	now := time.Now()
+	now := w.cfg.Clock.Now()
 	component := k.Namespace + "/" + parent
 	w.mu.Lock()
 	until, open := w.gatherUntil[component]
@@ -359,7 +367,7 @@ func (w *Watcher) enqueueChildStatus(k key, parent string, recheck bool) {
 func (w *Watcher) closeGathering(namespace, parent string) {
 	component := namespace + "/" + parent
 	w.mu.Lock()
-	if until, open := w.gatherUntil[component]; open && !until.After(time.Now()) {
+	if until, open := w.gatherUntil[component]; open && !until.After(w.cfg.Clock.Now()) {
 		delete(w.gatherUntil, component)
 	}
 	w.mu.Unlock()
@@ -376,7 +384,7 @@ func (w *Watcher) enqueuePathSiblings(u *unstructured.Unstructured, path string,
 // Run starts the informers and the signal workers and blocks until ctx ends.
 func (w *Watcher) Run(ctx context.Context) error {
 	defer w.queue.ShutDown()
-	began := time.Now()
+	began := w.cfg.Clock.Now()
 	w.factory.Start(ctx.Done())
 	w.coreFactory.Start(ctx.Done())
 	w.ingressF.Start(ctx.Done())
@@ -409,7 +417,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			}
 		}
 	}
-	listed := time.Since(began)
+	listed := w.cfg.Clock.Since(began)
 	w.synced.Store(true)
 	w.metrics.CacheSync.Set(listed.Seconds())
 	w.metrics.QueueDepth.Set(float64(w.queue.Len()))
@@ -656,7 +664,7 @@ func (w *Watcher) done(k key) {
 	delete(w.firstAt, own)
 	w.mu.Unlock()
 	if ok {
-		w.metrics.Latency.WithLabelValues(k.Kind).Observe(time.Since(at).Seconds())
+		w.metrics.Latency.WithLabelValues(k.Kind).Observe(w.cfg.Clock.Since(at).Seconds())
 	}
 }
 

@@ -25,6 +25,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/odaflow/odaflow/oda"
@@ -56,14 +58,16 @@ type fakeSignaller struct {
 	fail   func(c call, attempt int) error
 	wake   chan struct{}
 	onCall func(c call)
+	// now stamps each call (the watcher's clock in tests that fake it).
+	now func() time.Time
 }
 
 func newFakeSignaller() *fakeSignaller {
-	return &fakeSignaller{wake: make(chan struct{}, 1)}
+	return &fakeSignaller{wake: make(chan struct{}, 1), now: time.Now}
 }
 
 func (f *fakeSignaller) record(c call) error {
-	c.At = time.Now()
+	c.At = f.now()
 	f.mu.Lock()
 	f.calls = append(f.calls, c)
 	attempt := 0
@@ -162,6 +166,8 @@ type harnessOptions struct {
 	childStatusWindow time.Duration
 	// workflowTaskTimeout is Config.WorkflowTaskTimeout.
 	workflowTaskTimeout time.Duration
+	// clock is Config.Clock; nil is the real clock.
+	clock clock.WithTicker
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -226,9 +232,12 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	sig := newFakeSignaller()
 	sig.fail = o.fail
+	if o.clock != nil {
+		sig.now = o.clock.Now
+	}
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
-		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout},
+		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -732,6 +741,56 @@ func TestWatcherChildStatusGoesToItsComponent(t *testing.T) {
 	}
 }
 
+// timerClock is a fake clock that knows the timers pending on it. The work
+// queue arms a timer for its earliest delayed key only once it has taken
+// the key in; stepping the clock before that would leave the key waiting
+// for a later step, so the test steps only once the timer is there.
+type timerClock struct {
+	*clocktesting.FakeClock
+	mu     sync.Mutex
+	timers []*deadlineTimer
+}
+
+type deadlineTimer struct {
+	clock.Timer
+	at      time.Time
+	stopped bool
+}
+
+func (d *deadlineTimer) Stop() bool {
+	d.stopped = true
+	return d.Timer.Stop()
+}
+
+func (c *timerClock) NewTimer(d time.Duration) clock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &deadlineTimer{Timer: c.FakeClock.NewTimer(d), at: c.Now().Add(d)}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// stepTo moves the clock to at once a pending timer fires by then: the
+// work queue has taken in a key that is due by at.
+func (c *timerClock) stepTo(h *harness, at time.Time) {
+	h.t.Helper()
+	h.eventually("a timer due by "+at.Format(time.StampMilli), func() (bool, string) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var pending []string
+		for _, t := range c.timers {
+			if !t.stopped && t.at.After(c.Now()) {
+				if !t.at.After(at) {
+					return true, ""
+				}
+				pending = append(pending, t.at.Format(time.StampMilli))
+			}
+		}
+		return false, fmt.Sprint("pending timers ", pending)
+	})
+	c.SetTime(at)
+}
+
 func TestWatcherGathersAComponentsChildStatuses(t *testing.T) {
 	const ns = "components"
 	const window = time.Second
@@ -742,65 +801,96 @@ func TestWatcherGathersAComponentsChildStatuses(t *testing.T) {
 	}
 	r1, r2 := object(oda.KindComponent, ns, "r1", tinySpec("1")), object(oda.KindComponent, ns, "r2", tinySpec("1"))
 	objs := []*unstructured.Unstructured{r1, r2, owned(oda.KindIdentityConfig, "r1", r1), owned(oda.KindIdentityConfig, "r1-extra", r1), owned(oda.KindIdentityConfig, "r2", r2)}
-	h := startHarness(t, harnessOptions{objects: objs, childStatusWindow: window})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := &timerClock{FakeClock: clocktesting.NewFakeClock(t0)}
+	h := startHarness(t, harnessOptions{objects: objs, childStatusWindow: window, clock: clk})
 	h.sig.awaitCalls(t, len(objs)) // every resource's own lifecycle
+	windowOf := func(component string) (time.Time, bool) {
+		h.w.mu.Lock()
+		defer h.w.mu.Unlock()
+		until, open := h.w.gatherUntil[ns+"/"+component]
+		return until, open
+	}
+	awaitWindow := func(component string) time.Time {
+		t.Helper()
+		h.eventually(component+"'s window open", func() (bool, string) {
+			_, open := windowOf(component)
+			return open, ""
+		})
+		until, _ := windowOf(component)
+		return until
+	}
 	windowsPassed := func() (bool, string) {
 		h.w.mu.Lock()
 		defer h.w.mu.Unlock()
 		return len(h.w.gatherUntil) == 0, fmt.Sprint(h.w.gatherUntil)
 	}
 	// The children's arrival opened windows too (their empty statuses are
-	// decided, not signalled): begin once they have passed and been
-	// forgotten.
+	// decided, not signalled): let them pass and be forgotten first.
+	clk.stepTo(h, awaitWindow("r1"))
 	h.eventually("the arrival windows forgotten", windowsPassed)
 	h.idle()
+	isChild := func(c call) bool { return c.Signal == workflows.SignalChildStatus }
+	children := func() []call { return slices.DeleteFunc(h.sig.snapshot(), func(c call) bool { return !isChild(c) }) }
+	if got := children(); len(got) != 0 {
+		t.Fatalf("child statuses signalled on arrival: %s", describe(got))
+	}
 
 	registered := func(u *unstructured.Unstructured) {
 		u.Object["status"] = map[string]any{"identityConfig": map[string]any{"identityProvider": "Keycloak", "listenerRegistered": true}}
 	}
-	began := time.Now()
+	began := clk.Now()
 	h.update(oda.KindIdentityConfig, ns, "r1", registered)
-	h.eventually("r1's window open", func() (bool, string) {
-		h.w.mu.Lock()
-		defer h.w.mu.Unlock()
-		_, open := h.w.gatherUntil[ns+"/r1"]
-		return open, fmt.Sprint(h.w.gatherUntil)
-	})
-	// A sibling changing halfway through joins r1's open window.
-	time.Sleep(window / 2)
+	r1Until := awaitWindow("r1")
+	if r1Until != began.Add(window) {
+		t.Fatalf("r1's window closes at %s, want %s after the change", r1Until.Sub(began), window)
+	}
+	// A sibling changing halfway through joins r1's open window; r2's
+	// child opens a window of its own.
+	clk.SetTime(began.Add(window / 2))
 	h.update(oda.KindIdentityConfig, ns, "r1-extra", registered)
 	h.update(oda.KindIdentityConfig, ns, "r2", registered)
-	isChild := func(c call) bool { return c.Signal == workflows.SignalChildStatus }
-	calls := h.sig.await(t, "3 child-status signals", func(c []call) bool {
+	r2Until := awaitWindow("r2")
+	if until, _ := windowOf("r1"); until != r1Until {
+		t.Errorf("r1's window moved to %s by its sibling's change", until.Sub(began))
+	}
+	if r2Until != began.Add(window/2+window) {
+		t.Errorf("r2's window closes at %s, want %s", r2Until.Sub(began), window/2+window)
+	}
+	h.idle()
+	if got := children(); len(got) != 0 {
+		t.Fatalf("child statuses signalled before any window closed: %s", describe(got))
+	}
+
+	// r1's window closes: both its children's statuses go out, at that
+	// moment, and r2's waits for its own.
+	clk.stepTo(h, r1Until)
+	calls := h.sig.await(t, "r1's 2 child-status signals", func(c []call) bool {
 		n := 0
 		for _, x := range c {
-			if isChild(x) {
+			if isChild(x) && x.WorkflowID == "Component/components/r1" {
 				n++
 			}
 		}
-		return n >= 3
+		return n >= 2
 	})
-	at := map[string][]time.Time{}
-	for _, c := range calls {
-		if isChild(c) {
-			at[c.WorkflowID] = append(at[c.WorkflowID], c.At)
+	h.idle()
+	for _, c := range children() {
+		if c.WorkflowID != "Component/components/r1" || !c.At.Equal(r1Until) {
+			t.Errorf("at r1's window's end: %s at %s, want only r1's at %s; calls: %s", c.WorkflowID, c.At.Sub(began), r1Until.Sub(began), describe(calls))
 		}
 	}
-	if len(at["Component/components/r1"]) != 2 || len(at["Component/components/r2"]) != 1 {
-		t.Fatalf("child-status signals per Component: %v, want r1: 2, r2: 1; calls: %s", at, describe(calls))
+	clk.stepTo(h, r2Until)
+	h.sig.await(t, "r2's child-status signal", func(c []call) bool {
+		return slices.ContainsFunc(c, func(x call) bool { return isChild(x) && x.WorkflowID == "Component/components/r2" })
+	})
+	h.idle()
+	at := map[string][]time.Duration{}
+	for _, c := range children() {
+		at[c.WorkflowID] = append(at[c.WorkflowID], c.At.Sub(began))
 	}
-	for id, times := range at {
-		for _, sent := range times {
-			// The window opened with the first change, after began.
-			if waited := sent.Sub(began); waited < window {
-				t.Errorf("%s told after %s, before its %s window closed", id, waited, window)
-			}
-		}
-	}
-	// r1's two children share r1's window: their signals go out together,
-	// not half a window apart.
-	if spread := at["Component/components/r1"][1].Sub(at["Component/components/r1"][0]); spread < 0 || spread >= window/4 {
-		t.Errorf("r1's two child statuses went out %s apart, want together", spread)
+	if want := map[string][]time.Duration{"Component/components/r1": {window, window}, "Component/components/r2": {window/2 + window}}; !cmp.Equal(at, want) {
+		t.Errorf("child-status signals sent after the first change: %v, want %v", at, want)
 	}
 	h.eventually("every window forgotten once passed", windowsPassed)
 }

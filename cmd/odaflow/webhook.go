@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -42,65 +41,24 @@ type webhookConfig struct {
 	envErrs []error // unparsable environment values, reported by validate
 }
 
-// webhookEnv is a flag's environment variable: a flag wins over it.
-func webhookEnv(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
-}
-
 func (c *webhookConfig) bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.CertFile, "tls-cert-file", webhookEnv("ODAFLOW_TLS_CERT_FILE", ""), "PEM serving certificate (e.g. tls.crt of cert-manager's Secret); re-read when it changes (env ODAFLOW_TLS_CERT_FILE)")
-	fs.StringVar(&c.KeyFile, "tls-key-file", webhookEnv("ODAFLOW_TLS_KEY_FILE", ""), "PEM key of the serving certificate (env ODAFLOW_TLS_KEY_FILE)")
-	fs.StringVar(&c.ListenAddress, "listen-address", webhookEnv("ODAFLOW_LISTEN_ADDRESS", webhook.DefaultAddress), "HTTPS address of the webhooks, /healthz and /readyz (env ODAFLOW_LISTEN_ADDRESS)")
-
-	selfSigned, err := strconv.ParseBool(webhookEnv("ODAFLOW_SELF_SIGNED", "false"))
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SELF_SIGNED %q must be true or false", os.Getenv("ODAFLOW_SELF_SIGNED")))
-	}
-	fs.BoolVar(&c.SelfSigned, "self-signed", selfSigned, "serve a self-signed certificate made in memory (development and tests), and write its CA bundle to a file (env ODAFLOW_SELF_SIGNED)")
-	c.SelfSignedHosts = config.SplitList(webhookEnv("ODAFLOW_SELF_SIGNED_HOSTS", "localhost,127.0.0.1,::1"))
-	fs.Var(hostList{&c.SelfSignedHosts}, "self-signed-hosts", "DNS names and IP addresses of the self-signed certificate, comma-separated (env ODAFLOW_SELF_SIGNED_HOSTS)")
-	fs.StringVar(&c.SelfSignedCA, "self-signed-ca-file", webhookEnv("ODAFLOW_SELF_SIGNED_CA_FILE", ""), "where --self-signed writes the CA bundle (caBundle of the webhook configurations); empty: a new file in the temporary directory (env ODAFLOW_SELF_SIGNED_CA_FILE)")
-
-	delay, err := time.ParseDuration(webhookEnv("ODAFLOW_SHUTDOWN_DELAY", "0s"))
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SHUTDOWN_DELAY %q must be a duration such as 5s", os.Getenv("ODAFLOW_SHUTDOWN_DELAY")))
-	}
-	fs.DurationVar(&c.ShutdownDelay, "shutdown-delay", delay, "on SIGTERM, keep serving this long with /readyz failing before closing the listener (env ODAFLOW_SHUTDOWN_DELAY)")
-	fs.StringVar(&c.LogLevel, "log-level", webhookEnv("ODAFLOW_LOG_LEVEL", "info"), "debug, info, warn or error (env ODAFLOW_LOG_LEVEL)")
-
-	inject, err := strconv.ParseBool(webhookEnv("ODAFLOW_SIDECAR_INJECTION", "false"))
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SIDECAR_INJECTION %q must be true or false", os.Getenv("ODAFLOW_SIDECAR_INJECTION")))
-	}
-	fs.BoolVar(&c.SidecarInjection, "sidecar-injection", inject, "serve the secrets-sidecar mutating webhook at "+webhook.PathMutatePod+" (env ODAFLOW_SIDECAR_INJECTION)")
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", webhookEnv("KUBECONFIG", ""), "kubeconfig for the sidecar webhook's SecretsManagement cache; empty uses the in-cluster service account (env KUBECONFIG)")
-	fs.StringVar(&c.SidecarNamespace, "sidecar-namespace", webhookEnv("ODAFLOW_SIDECAR_NAMESPACE", ""), "watch SecretsManagements in this namespace only; empty: all (env ODAFLOW_SIDECAR_NAMESPACE)")
-	fs.StringVar(&c.Sidecar.Image, "sidecar-image", webhookEnv("ODAFLOW_SIDECAR_IMAGE", secrets.DefaultSidecarImage), "image of the injected smansidecar container (env ODAFLOW_SIDECAR_IMAGE)")
-	fs.StringVar(&c.Sidecar.PullPolicy, "sidecar-image-pull-policy", webhookEnv("ODAFLOW_SIDECAR_IMAGE_PULL_POLICY", "Always"), "Always, IfNotPresent or Never (env ODAFLOW_SIDECAR_IMAGE_PULL_POLICY)")
-	fs.StringVar(&c.Sidecar.VaultAddr, "vault-address", webhookEnv("ODAFLOW_VAULT_ADDRESS", ""), "Vault address the sidecars log in to (env ODAFLOW_VAULT_ADDRESS)")
-	fs.StringVar(&c.Sidecar.AuthPath, "vault-auth-path", webhookEnv("ODAFLOW_VAULT_AUTH_PATH", "kubernetes-sman"), "Vault kubernetes auth mount of the sidecars (env ODAFLOW_VAULT_AUTH_PATH)")
-	skip, err := strconv.ParseBool(webhookEnv("ODAFLOW_VAULT_SKIP_VERIFY", "false"))
-	if err != nil {
-		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_VAULT_SKIP_VERIFY %q must be true or false", os.Getenv("ODAFLOW_VAULT_SKIP_VERIFY")))
-	}
-	fs.BoolVar(&c.Sidecar.VaultSkipVerify, "vault-skip-verify", skip, "tell the sidecars not to verify Vault's certificate (development only; env ODAFLOW_VAULT_SKIP_VERIFY)")
-}
-
-type hostList struct{ v *[]string }
-
-func (l hostList) String() string {
-	if l.v == nil {
-		return ""
-	}
-	return strings.Join(*l.v, ",")
-}
-
-func (l hostList) Set(s string) error {
-	*l.v = config.SplitList(s)
-	return nil
+	f := config.Flags{FS: fs, Errs: &c.envErrs}
+	f.String(&c.CertFile, "tls-cert-file", "", "PEM serving certificate (e.g. tls.crt of cert-manager's Secret); re-read when it changes")
+	f.String(&c.KeyFile, "tls-key-file", "", "PEM key of the serving certificate")
+	f.String(&c.ListenAddress, "listen-address", webhook.DefaultAddress, "HTTPS address of the webhooks, /healthz and /readyz")
+	f.Bool(&c.SelfSigned, "self-signed", false, "serve a self-signed certificate made in memory (development and tests), and write its CA bundle to a file")
+	f.List(&c.SelfSignedHosts, "self-signed-hosts", []string{"localhost", "127.0.0.1", "::1"}, "DNS names and IP addresses of the self-signed certificate, comma-separated")
+	f.String(&c.SelfSignedCA, "self-signed-ca-file", "", "where --self-signed writes the CA bundle (caBundle of the webhook configurations); empty: a new file in the temporary directory")
+	f.Duration(&c.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep serving this long with /readyz failing before closing the listener")
+	f.String(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.Bool(&c.SidecarInjection, "sidecar-injection", false, "serve the secrets-sidecar mutating webhook at "+webhook.PathMutatePod)
+	f.String(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for the sidecar webhook's SecretsManagement cache; empty uses the in-cluster service account")
+	f.String(&c.SidecarNamespace, "sidecar-namespace", "", "watch SecretsManagements in this namespace only; empty: all")
+	f.String(&c.Sidecar.Image, "sidecar-image", secrets.DefaultSidecarImage, "image of the injected smansidecar container")
+	f.String(&c.Sidecar.PullPolicy, "sidecar-image-pull-policy", "Always", "Always, IfNotPresent or Never")
+	f.String(&c.Sidecar.VaultAddr, "vault-address", "", "Vault address the sidecars log in to")
+	f.String(&c.Sidecar.AuthPath, "vault-auth-path", "kubernetes-sman", "Vault kubernetes auth mount of the sidecars")
+	f.Bool(&c.Sidecar.VaultSkipVerify, "vault-skip-verify", false, "tell the sidecars not to verify Vault's certificate: development only")
 }
 
 // validate reports every problem at once.

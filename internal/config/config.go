@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -127,70 +126,31 @@ type Watcher struct {
 	WorkflowTaskTimeout time.Duration
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok && v != "" {
-		return v
-	}
-	return def
-}
-
-type listFlag struct{ v *[]string }
-
-func (l listFlag) String() string {
-	if l.v == nil {
-		return ""
-	}
-	return strings.Join(*l.v, ",")
-}
-
-func (l listFlag) Set(s string) error {
-	*l.v = SplitList(s)
-	return nil
-}
-
-// SplitList splits a comma-separated list, dropping empty items.
-func SplitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // Bind registers the common flags.
 func (c *Common) Bind(fs *flag.FlagSet) {
-	fs.StringVar(&c.Kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig file; empty uses the in-cluster service account (env KUBECONFIG)")
-	fs.StringVar(&c.TemporalAddress, "temporal-address", env("ODAFLOW_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port (env ODAFLOW_TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.TemporalNamespace, "temporal-namespace", env("ODAFLOW_TEMPORAL_NAMESPACE", "default"), "Temporal namespace (env ODAFLOW_TEMPORAL_NAMESPACE)")
-	fs.StringVar(&c.TaskQueue, "task-queue", env("ODAFLOW_TASK_QUEUE", "odaflow"), "Temporal task queue (env ODAFLOW_TASK_QUEUE)")
-	c.Namespaces = SplitList(env("ODAFLOW_NAMESPACES", ""))
-	fs.Var(listFlag{&c.Namespaces}, "namespaces", "namespaces to serve, comma-separated, globs allowed (components,odacompns-*); empty serves all (env ODAFLOW_NAMESPACES)")
-	fs.StringVar(&c.HTTPAddress, "http-address", env("ODAFLOW_HTTP_ADDRESS", ":8080"), "address of /healthz, /readyz and /metrics (env ODAFLOW_HTTP_ADDRESS)")
-	fs.StringVar(&c.LogLevel, "log-level", env("ODAFLOW_LOG_LEVEL", "info"), "debug, info, warn or error (env ODAFLOW_LOG_LEVEL)")
-	fs.StringVar(&c.TLSCert, "temporal-tls-cert", env("ODAFLOW_TEMPORAL_TLS_CERT", ""), "client certificate file for mTLS to Temporal")
-	fs.StringVar(&c.TLSKey, "temporal-tls-key", env("ODAFLOW_TEMPORAL_TLS_KEY", ""), "client key file for mTLS to Temporal")
-	fs.StringVar(&c.TLSCA, "temporal-tls-ca", env("ODAFLOW_TEMPORAL_TLS_CA", ""), "CA file to verify the Temporal server")
-	fs.StringVar(&c.TLSServerName, "temporal-tls-server-name", env("ODAFLOW_TEMPORAL_TLS_SERVER_NAME", ""), "server name to verify on the Temporal certificate")
-	qps, _ := strconv.ParseFloat(env("ODAFLOW_KUBE_QPS", "500"), 64)
-	burst, _ := strconv.Atoi(env("ODAFLOW_KUBE_BURST", "1000"))
-	fs.Float64Var(&c.KubeQPS, "kube-qps", qps, "apiserver requests per second this process may make (env ODAFLOW_KUBE_QPS)")
-	fs.IntVar(&c.KubeBurst, "kube-burst", burst, "apiserver request burst (env ODAFLOW_KUBE_BURST)")
-	fs.StringVar(&c.IngressSelector, "ingress-selector", env("ODAFLOW_INGRESS_SELECTOR", "istio=ingressgateway"), "label selector of the gateway's ingress Service (env ODAFLOW_INGRESS_SELECTOR)")
-	fs.StringVar(&c.IngressNamespace, "ingress-namespace", env("ODAFLOW_INGRESS_NAMESPACE", ""), "namespace of the gateway's ingress Service; empty searches all (env ODAFLOW_INGRESS_NAMESPACE)")
-	sa, err := strconv.ParseBool(env("ODAFLOW_SEARCH_ATTRIBUTES", "true"))
-	if err != nil {
-		sa = true
-		c.envErrs = append(c.envErrs, fmt.Errorf("ODAFLOW_SEARCH_ATTRIBUTES %q must be true or false", os.Getenv("ODAFLOW_SEARCH_ATTRIBUTES")))
-	}
-	fs.BoolVar(&c.SearchAttributes, "search-attributes", sa,
-		"register and set the OdaComponent, K8sNamespace, OdaKind and DeploymentStatus search attributes (env ODAFLOW_SEARCH_ATTRIBUTES)")
-	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", env("OTEL_EXPORTER_OTLP_ENDPOINT", ""),
-		"OTLP/gRPC collector URL for traces, e.g. http://otel-collector:4317; empty turns tracing off (env OTEL_EXPORTER_OTLP_ENDPOINT)")
-	fs.StringVar(&c.APIKeyFile, "temporal-api-key-file", env("ODAFLOW_TEMPORAL_API_KEY_FILE", ""), "file holding a Temporal API key")
-	fs.StringVar(&c.TemporalCompression, "temporal-grpc-compression", env("ODAFLOW_TEMPORAL_GRPC_COMPRESSION", "none"),
-		"gRPC compression of requests to Temporal: none, or gzip for a Temporal across a metered link such as Temporal Cloud (env ODAFLOW_TEMPORAL_GRPC_COMPRESSION)")
+	f := Flags{FS: fs, Errs: &c.envErrs}
+	f.String(&c.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty uses the in-cluster service account")
+	f.String(&c.TemporalAddress, "temporal-address", "127.0.0.1:7233", "Temporal frontend host:port")
+	f.String(&c.TemporalNamespace, "temporal-namespace", "default", "Temporal namespace")
+	f.String(&c.TaskQueue, "task-queue", "odaflow", "Temporal task queue")
+	f.List(&c.Namespaces, "namespaces", nil, "namespaces to serve, comma-separated, globs allowed (components,odacompns-*); empty serves all")
+	f.String(&c.HTTPAddress, "http-address", ":8080", "address of /healthz, /readyz and /metrics")
+	f.String(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.String(&c.TLSCert, "temporal-tls-cert", "", "client certificate file for mTLS to Temporal")
+	f.String(&c.TLSKey, "temporal-tls-key", "", "client key file for mTLS to Temporal")
+	f.String(&c.TLSCA, "temporal-tls-ca", "", "CA file to verify the Temporal server")
+	f.String(&c.TLSServerName, "temporal-tls-server-name", "", "server name to verify on the Temporal certificate")
+	f.Float64(&c.KubeQPS, "kube-qps", 500, "apiserver requests per second this process may make")
+	f.Int(&c.KubeBurst, "kube-burst", 1000, "apiserver request burst")
+	f.String(&c.IngressSelector, "ingress-selector", "istio=ingressgateway", "label selector of the gateway's ingress Service")
+	f.String(&c.IngressNamespace, "ingress-namespace", "", "namespace of the gateway's ingress Service; empty searches all")
+	f.Bool(&c.SearchAttributes, "search-attributes", true,
+		"register and set the OdaComponent, K8sNamespace, OdaKind and DeploymentStatus search attributes")
+	f.String(&c.OTLPEndpoint, "otlp-endpoint", "",
+		"OTLP/gRPC collector URL for traces, e.g. http://otel-collector:4317; empty turns tracing off")
+	f.String(&c.APIKeyFile, "temporal-api-key-file", "", "file holding a Temporal API key")
+	f.String(&c.TemporalCompression, "temporal-grpc-compression", "none",
+		"gRPC compression of requests to Temporal: none, or gzip for a Temporal across a metered link such as Temporal Cloud")
 }
 
 // Validate reports every problem at once, so a misconfigured pod says
@@ -250,39 +210,38 @@ var Gateways = []string{"istio", "kong", "kong-admin", "apisix"}
 // Bind registers the worker's flags.
 func (w *Worker) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
-	fs.StringVar(&w.Gateway, "gateway", env("ODAFLOW_GATEWAY", "istio"), "API gateway: istio, kong, kong-admin or apisix (env ODAFLOW_GATEWAY)")
-	fs.StringVar(&w.IstioGateway, "istio-gateway", env("ODAFLOW_ISTIO_GATEWAY", "components/component-gateway"), "Istio Gateway the VirtualServices bind to (env ODAFLOW_ISTIO_GATEWAY)")
-	fs.StringVar(&w.PublicHostname, "public-hostname", env("ODAFLOW_PUBLIC_HOSTNAME", ""), "public host name of the gateway; overrides the load-balancer address (env ODAFLOW_PUBLIC_HOSTNAME)")
-	fs.StringVar(&w.KongAdminURL, "kong-admin-url", env("ODAFLOW_KONG_ADMIN_URL", ""),
-		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001 (env ODAFLOW_KONG_ADMIN_URL)")
-	fs.StringVar(&w.KongAdminTokenFile, "kong-admin-token-file", env("ODAFLOW_KONG_ADMIN_TOKEN_FILE", ""),
-		"file holding the Kong Admin API token (a mounted Secret), re-read on every request; empty sends none (env ODAFLOW_KONG_ADMIN_TOKEN_FILE)")
-	fs.StringVar(&w.Keycloak.URL, "keycloak-url", env("ODAFLOW_KEYCLOAK_URL", ""),
-		"Keycloak base URL (with /auth for Keycloak before 17); empty leaves IdentityConfigs Failed with the reason (env ODAFLOW_KEYCLOAK_URL)")
-	fs.StringVar(&w.Keycloak.Realm, "keycloak-realm", env("ODAFLOW_KEYCLOAK_REALM", "odari"), "realm of the component clients (env ODAFLOW_KEYCLOAK_REALM)")
-	fs.StringVar(&w.Keycloak.AdminRealm, "keycloak-admin-realm", env("ODAFLOW_KEYCLOAK_ADMIN_REALM", "master"), "realm the admin user logs in to (env ODAFLOW_KEYCLOAK_ADMIN_REALM)")
-	fs.StringVar(&w.Keycloak.AdminSecret, "keycloak-admin-secret", env("ODAFLOW_KEYCLOAK_ADMIN_SECRET", ""),
-		"namespace/name of the Secret holding the Keycloak admin username and password (env ODAFLOW_KEYCLOAK_ADMIN_SECRET)")
-	kcTimeout, _ := time.ParseDuration(env("ODAFLOW_KEYCLOAK_TIMEOUT", "20s"))
-	fs.DurationVar(&w.Keycloak.Timeout, "keycloak-timeout", kcTimeout, "timeout of one Keycloak request (env ODAFLOW_KEYCLOAK_TIMEOUT)")
-	fs.StringVar(&w.ListenerBaseURL, "listener-base-url", env("ODAFLOW_LISTENER_BASE_URL", ""),
-		"URL at which component hubs reach this worker's identity listener, e.g. http://odaflow-worker.canvas.svc:8080; empty registers no hub (env ODAFLOW_LISTENER_BASE_URL)")
-	fs.StringVar(&w.ListenerKeyFile, "listener-key-file", env("ODAFLOW_LISTENER_KEY_FILE", ""),
-		"file of listener keys, one per line, at least 32 bytes each, the first signing (env ODAFLOW_LISTENER_KEY_FILE)")
-	fs.StringVar(&w.Vault.Address, "vault-address", env("ODAFLOW_VAULT_ADDRESS", ""), "Vault URL; empty leaves SecretsManagements Failed with the reason (env ODAFLOW_VAULT_ADDRESS)")
-	fs.StringVar(&w.Vault.CACertFile, "vault-ca-cert-file", env("ODAFLOW_VAULT_CA_FILE", ""), "PEM bundle that verifies Vault's certificate (env ODAFLOW_VAULT_CA_FILE)")
-	skip, _ := strconv.ParseBool(env("ODAFLOW_VAULT_SKIP_VERIFY", "false"))
-	fs.BoolVar(&w.Vault.SkipVerify, "vault-skip-verify", skip, "do not verify Vault's certificate: development only (env ODAFLOW_VAULT_SKIP_VERIFY)")
-	fs.StringVar(&w.Vault.TokenFile, "vault-token-file", env("ODAFLOW_VAULT_TOKEN_FILE", ""), "file holding odaflow's Vault token, a mounted Secret re-read on every call (env ODAFLOW_VAULT_TOKEN_FILE)")
-	fs.StringVar(&w.Vault.LoginAuthPath, "vault-login-auth-path", env("ODAFLOW_VAULT_LOGIN_AUTH_PATH", ""), "kubernetes auth mount odaflow logs in through when no token file is given (env ODAFLOW_VAULT_LOGIN_AUTH_PATH)")
-	fs.StringVar(&w.Vault.LoginRole, "vault-login-role", env("ODAFLOW_VAULT_AUTH_ROLE", ""), "Vault role of odaflow's kubernetes login (env ODAFLOW_VAULT_AUTH_ROLE)")
-	fs.StringVar(&w.Vault.AuthPath, "vault-auth-path", env("ODAFLOW_VAULT_AUTH_PATH", ""), "kubernetes auth mount the sidecars log in through (default kubernetes-sman) (env ODAFLOW_VAULT_AUTH_PATH)")
-	fs.StringVar(&w.Vault.KubernetesHost, "vault-kubernetes-host", env("ODAFLOW_VAULT_KUBERNETES_HOST", ""), "apiserver URL Vault calls for TokenReview, written to the auth method's config (env ODAFLOW_VAULT_KUBERNETES_HOST)")
-	fs.StringVar(&w.Vault.KubernetesCAFile, "vault-kubernetes-ca-file", env("ODAFLOW_VAULT_KUBERNETES_CA_FILE", ""), "CA of that apiserver (env ODAFLOW_VAULT_KUBERNETES_CA_FILE)")
-	fs.StringVar(&w.Vault.TokenReviewerJWTFile, "vault-token-reviewer-jwt-file", env("ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE", ""), "token Vault uses for TokenReview (env ODAFLOW_VAULT_TOKEN_REVIEWER_JWT_FILE)")
-	fs.StringVar(&w.Vault.Audience, "vault-audience", env("ODAFLOW_VAULT_AUDIENCE", ""), "audience required in the sidecars' tokens (env ODAFLOW_VAULT_AUDIENCE)")
-	fs.StringVar(&w.ServiceInventoryURL, "service-inventory-url", env("ODAFLOW_SERVICE_INVENTORY_URL", ""),
-		"TMF638 Service Inventory (Canvas Info) API base, up to /service, where resolved dependencies are recorded; empty records nothing (env ODAFLOW_SERVICE_INVENTORY_URL)")
+	f := Flags{FS: fs, Errs: &w.envErrs}
+	f.String(&w.Gateway, "gateway", "istio", "API gateway: istio, kong, kong-admin or apisix")
+	f.String(&w.IstioGateway, "istio-gateway", "components/component-gateway", "Istio Gateway the VirtualServices bind to")
+	f.String(&w.PublicHostname, "public-hostname", "", "public host name of the gateway; overrides the load-balancer address")
+	f.String(&w.KongAdminURL, "kong-admin-url", "",
+		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001")
+	f.String(&w.KongAdminTokenFile, "kong-admin-token-file", "",
+		"file holding the Kong Admin API token (a mounted Secret), re-read on every request; empty sends none")
+	f.String(&w.Keycloak.URL, "keycloak-url", "",
+		"Keycloak base URL (with /auth for Keycloak before 17); empty leaves IdentityConfigs Failed with the reason")
+	f.String(&w.Keycloak.Realm, "keycloak-realm", "odari", "realm of the component clients")
+	f.String(&w.Keycloak.AdminRealm, "keycloak-admin-realm", "master", "realm the admin user logs in to")
+	f.String(&w.Keycloak.AdminSecret, "keycloak-admin-secret", "",
+		"namespace/name of the Secret holding the Keycloak admin username and password")
+	f.Duration(&w.Keycloak.Timeout, "keycloak-timeout", 20*time.Second, "timeout of one Keycloak request")
+	f.String(&w.ListenerBaseURL, "listener-base-url", "",
+		"URL at which component hubs reach this worker's identity listener, e.g. http://odaflow-worker.canvas.svc:8080; empty registers no hub")
+	f.String(&w.ListenerKeyFile, "listener-key-file", "",
+		"file of listener keys, one per line, at least 32 bytes each, the first signing")
+	f.String(&w.Vault.Address, "vault-address", "", "Vault URL; empty leaves SecretsManagements Failed with the reason")
+	f.String(&w.Vault.CACertFile, "vault-ca-cert-file", "", "PEM bundle that verifies Vault's certificate")
+	f.Bool(&w.Vault.SkipVerify, "vault-skip-verify", false, "do not verify Vault's certificate: development only")
+	f.String(&w.Vault.TokenFile, "vault-token-file", "", "file holding odaflow's Vault token, a mounted Secret re-read on every call")
+	f.String(&w.Vault.LoginAuthPath, "vault-login-auth-path", "", "kubernetes auth mount odaflow logs in through when no token file is given")
+	f.String(&w.Vault.LoginRole, "vault-login-role", "", "Vault role of odaflow's kubernetes login")
+	f.String(&w.Vault.AuthPath, "vault-auth-path", "", "kubernetes auth mount the sidecars log in through (default kubernetes-sman)")
+	f.String(&w.Vault.KubernetesHost, "vault-kubernetes-host", "", "apiserver URL Vault calls for TokenReview, written to the auth method's config")
+	f.String(&w.Vault.KubernetesCAFile, "vault-kubernetes-ca-file", "", "CA of that apiserver")
+	f.String(&w.Vault.TokenReviewerJWTFile, "vault-token-reviewer-jwt-file", "", "token Vault uses for TokenReview")
+	f.String(&w.Vault.Audience, "vault-audience", "", "audience required in the sidecars' tokens")
+	f.String(&w.ServiceInventoryURL, "service-inventory-url", "",
+		"TMF638 Service Inventory (Canvas Info) API base, up to /service, where resolved dependencies are recorded; empty records nothing")
 }
 
 // Validate checks the worker's configuration.
@@ -334,22 +293,19 @@ func (w Worker) Validate() error {
 // Bind registers the watcher's flags.
 func (w *Watcher) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
-	le, _ := strconv.ParseBool(env("ODAFLOW_LEADER_ELECT", "true"))
-	fs.BoolVar(&w.LeaderElect, "leader-elect", le, "elect one active watcher with a Lease (env ODAFLOW_LEADER_ELECT)")
-	fs.StringVar(&w.LeaderElectionNamespace, "leader-election-namespace", env("POD_NAMESPACE", "default"), "namespace of the Lease (env POD_NAMESPACE)")
-	fs.StringVar(&w.LeaderElectionID, "leader-election-id", env("ODAFLOW_LEADER_ELECTION_ID", "odaflow-watcher"), "name of the Lease")
+	f := Flags{FS: fs, Errs: &w.envErrs}
+	f.Bool(&w.LeaderElect, "leader-elect", true, "elect one active watcher with a Lease")
+	f.String(&w.LeaderElectionNamespace, "leader-election-namespace", "default", "namespace of the Lease (the chart sets the pod's namespace)")
+	f.String(&w.LeaderElectionID, "leader-election-id", "odaflow-watcher", "name of the Lease")
+	// A pod's host name is its name, which is what the Lease should show.
 	host, _ := os.Hostname()
-	fs.StringVar(&w.Identity, "identity", env("POD_NAME", host), "this replica's identity in the Lease (env POD_NAME)")
-	check, _ := time.ParseDuration(env("ODAFLOW_IDENTITY_CHECK_INTERVAL", "10m"))
-	fs.DurationVar(&w.IdentityCheckInterval, "identity-check-interval", check, "how often Keycloak is checked against each IdentityConfig and drift repaired (env ODAFLOW_IDENTITY_CHECK_INTERVAL)")
-	secretsCheck, _ := time.ParseDuration(env("ODAFLOW_SECRETS_CHECK_INTERVAL", "10m"))
-	fs.DurationVar(&w.SecretsCheckInterval, "secrets-check-interval", secretsCheck, "how often Vault is checked against each ready SecretsManagement and drift repaired (env ODAFLOW_SECRETS_CHECK_INTERVAL)")
-	window, _ := time.ParseDuration(env("ODAFLOW_CHILD_STATUS_WINDOW", "250ms"))
-	fs.DurationVar(&w.ChildStatusWindow, "child-status-window", window,
-		"how long a child's status change waits for its siblings' before their Component is told of them together, in one workflow task; 0 tells each at once (env ODAFLOW_CHILD_STATUS_WINDOW)")
-	taskTimeout, _ := time.ParseDuration(env("ODAFLOW_WORKFLOW_TASK_TIMEOUT", DefaultWorkflowTaskTimeout.String()))
-	fs.DurationVar(&w.WorkflowTaskTimeout, "workflow-task-timeout", taskTimeout,
-		"the workflow-task timeout each workflow starts with: how long a worker has for one task, its local activities (apiserver calls) included, before Temporal gives the task to another (env ODAFLOW_WORKFLOW_TASK_TIMEOUT)")
+	f.String(&w.Identity, "identity", host, "this replica's identity in the Lease (the chart sets the pod's name)")
+	f.Duration(&w.IdentityCheckInterval, "identity-check-interval", 10*time.Minute, "how often Keycloak is checked against each IdentityConfig and drift repaired")
+	f.Duration(&w.SecretsCheckInterval, "secrets-check-interval", 10*time.Minute, "how often Vault is checked against each ready SecretsManagement and drift repaired")
+	f.Duration(&w.ChildStatusWindow, "child-status-window", 250*time.Millisecond,
+		"how long a child's status change waits for its siblings' before their Component is told of them together, in one workflow task; 0 tells each at once")
+	f.Duration(&w.WorkflowTaskTimeout, "workflow-task-timeout", DefaultWorkflowTaskTimeout,
+		"the workflow-task timeout each workflow starts with: how long a worker has for one task, its local activities (apiserver calls) included, before Temporal gives the task to another")
 }
 
 // DefaultWorkflowTaskTimeout is the watcher's --workflow-task-timeout.

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odaflow/odaflow/internal/config/configtest"
 )
 
 // parsed is a configuration of type C bound to its flags and parsed from
@@ -70,7 +73,7 @@ func TestEnvironmentAndFlags(t *testing.T) {
 
 func TestWatcherLeaderElectionNeedsAnIdentity(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
-	t.Setenv("POD_NAME", "")
+	t.Setenv("ODAFLOW_IDENTITY", "")
 	var w Watcher
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	w.Bind(fs)
@@ -89,7 +92,7 @@ func parseWatcher(t *testing.T, args ...string) Watcher {
 
 func TestWatcherWorkflowTaskTimeout(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
-	t.Setenv("POD_NAME", "watcher-0")
+	t.Setenv("ODAFLOW_IDENTITY", "watcher-0")
 	if w := parseWatcher(t); w.WorkflowTaskTimeout != 30*time.Second || w.Validate() != nil {
 		t.Errorf("default %s (valid: %v), want 30s", w.WorkflowTaskTimeout, w.Validate())
 	}
@@ -128,6 +131,45 @@ func TestSearchAttributesAndTracingSwitches(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4317")
 	err := parseWorker(t).Validate()
 	for _, want := range []string{"ODAFLOW_SEARCH_ATTRIBUTES", "--otlp-endpoint"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to mention %s", err, want)
+		}
+	}
+}
+
+func TestEveryFlagHasOneVariable(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Run("worker", func(t *testing.T) {
+		configtest.CheckEnvMapping(t, EnvName, func(fs *flag.FlagSet) func() error {
+			var w Worker
+			w.Bind(fs)
+			return func() error { return errors.Join(w.envErrs...) }
+		})
+	})
+	t.Run("watcher", func(t *testing.T) {
+		configtest.CheckEnvMapping(t, EnvName, func(fs *flag.FlagSet) func() error {
+			var w Watcher
+			w.Bind(fs)
+			return func() error { return errors.Join(w.envErrs...) }
+		})
+	})
+}
+
+// TestUnparsableVariablesAreReportedTogether: a variable that does not parse
+// neither passes silently nor stops at the first one; Validate lists each
+// with the other problems.
+func TestUnparsableVariablesAreReportedTogether(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("ODAFLOW_LEADER_ELECT", "yes")
+	t.Setenv("ODAFLOW_KUBE_QPS", "fast")
+	t.Setenv("ODAFLOW_CHILD_STATUS_WINDOW", "250")
+	w := parseWatcher(t, "--log-level", "loud")
+	if !w.LeaderElect {
+		t.Error("ODAFLOW_LEADER_ELECT=yes turned leader election off")
+	}
+	err := w.Validate()
+	for _, want := range []string{`ODAFLOW_LEADER_ELECT="yes" (--leader-elect) must be true or false`,
+		`ODAFLOW_KUBE_QPS="fast"`, `ODAFLOW_CHILD_STATUS_WINDOW="250"`, "--log-level"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %s", err, want)
 		}

@@ -105,7 +105,7 @@ func TestTemplateFull(t *testing.T) {
 		"ODAFLOW_VAULT_ADDRESS":         "https://vault.canvas-vault:8200",
 		"ODAFLOW_VAULT_TOKEN_FILE":      "/var/run/secrets/odaflow/vault/token",
 		"ODAFLOW_VAULT_SKIP_VERIFY":     "false",
-		"ODAFLOW_VAULT_CA_FILE":         "/var/run/secrets/odaflow/vault-ca/ca.crt",
+		"ODAFLOW_VAULT_CA_CERT_FILE":    "/var/run/secrets/odaflow/vault-ca/ca.crt",
 		"ODAFLOW_LISTENER_BASE_URL":     "http://odaflow-worker.canvas.svc:8080",
 		"ODAFLOW_LISTENER_KEY_FILE":     "/var/run/secrets/odaflow/listener/keys",
 	} {

@@ -176,7 +176,7 @@ func TestComposeOdaflow(t *testing.T) {
 			}
 		}
 		for k := range s.Environment {
-			if k == "KUBECONFIG" || k == "POD_NAMESPACE" && name == "watcher" {
+			if k == "KUBECONFIG" {
 				continue
 			}
 			if !u.envs[k] {

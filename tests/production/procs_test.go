@@ -16,7 +16,7 @@ import (
 
 // proc is one odaflow process (`odaflow worker` or `odaflow watcher`).
 type proc struct {
-	// name is the watcher's identity in the Lease (POD_NAME) and the log
+	// name is the watcher's identity in the Lease (ODAFLOW_IDENTITY) and the log
 	// file's name.
 	name string
 	cmd  *exec.Cmd
@@ -56,8 +56,8 @@ func startProc(ctx context.Context, role string) (*proc, error) {
 		// Both watchers run, one acts: the other stands by for the Lease.
 		"ODAFLOW_LEADER_ELECT=true",
 		"ODAFLOW_LEADER_ELECTION_ID="+leaseName,
-		"POD_NAMESPACE="+systemNamespace,
-		"POD_NAME="+p.name,
+		"ODAFLOW_LEADER_ELECTION_NAMESPACE="+systemNamespace,
+		"ODAFLOW_IDENTITY="+p.name,
 		"ODAFLOW_KEYCLOAK_URL="+env.keycloak.URL(),
 		"ODAFLOW_KEYCLOAK_REALM="+keycloakRealm,
 		"ODAFLOW_KEYCLOAK_ADMIN_SECRET="+systemNamespace+"/"+keycloakAdminSecret,
