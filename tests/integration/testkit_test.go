@@ -126,8 +126,20 @@ func TestTestKitChartsComplete(t *testing.T) {
 
 	charts := testkit.Charts(t)
 	rendered := make([]testkit.Rendered, len(charts))
+	var probe *unstructured.Unstructured
 	for i, c := range charts {
 		rendered[i] = testkit.MustRender(t, c, fmt.Sprintf("tk%02d", i), ns)
+		for _, comp := range rendered[i].Components() {
+			if comp.GetAPIVersion() == oda.Group+"/v1beta3" && probe == nil {
+				probe = comp
+			}
+		}
+	}
+	// v1beta3 and v1beta4 charts are stored as v1 by the conversion
+	// webhook, as in a Canvas.
+	startConversionWebhook(t)
+	if probe != nil {
+		waitConversionActive(t, probe)
 	}
 	// DependentAPIs no chart provides get a provider beside them.
 	provided := exposedURLs(rendered)
