@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -25,6 +27,67 @@ type Exposure struct {
 	// Kong configures Kong through its Admin API. It is required when
 	// Config.Gateway is kong-admin and nil otherwise.
 	Kong *KongAdmin
+
+	// vs caches the VirtualService apiVersion the cluster serves.
+	vs servedVersion
+}
+
+// servedVersion is an apiVersion found through discovery, kept for
+// servedVersionTTL so that an Istio upgrade (or its first install) is
+// seen without a discovery request per write.
+type servedVersion struct {
+	mu      sync.Mutex
+	version string
+	at      time.Time
+}
+
+const servedVersionTTL = time.Minute
+
+// config is the gateway config with the VirtualService apiVersion the
+// cluster serves (v1, else v1beta1, else v1alpha3): Istio before 1.22 has
+// no v1. Set by hand in Config, it is used as it is.
+func (e *Exposure) config() (gateway.Config, error) {
+	cfg := e.Config
+	if cfg.VirtualServiceAPIVersion != "" || e.Kube == nil || e.Kube.Core == nil {
+		return cfg, nil
+	}
+	e.vs.mu.Lock()
+	defer e.vs.mu.Unlock()
+	if e.vs.version != "" && time.Since(e.vs.at) < servedVersionTTL {
+		cfg.VirtualServiceAPIVersion = e.vs.version
+		return cfg, nil
+	}
+	disc := e.Kube.Core.Discovery()
+	var lookupErr error
+	version := gateway.PickVirtualServiceAPIVersion(func(v string) bool {
+		if lookupErr != nil {
+			return false
+		}
+		list, err := disc.ServerResourcesForGroupVersion(gateway.VirtualServiceGroup + "/" + v)
+		if err != nil {
+			if !apierrors.IsNotFound(err) {
+				lookupErr = err
+			}
+			return false
+		}
+		for _, r := range list.APIResources {
+			if r.Name == gateway.VirtualServiceResource {
+				return true
+			}
+		}
+		return false
+	})
+	if lookupErr != nil {
+		return cfg, fmt.Errorf("discovering the VirtualService versions the cluster serves: %w", lookupErr)
+	}
+	if version == "" {
+		// No Istio (yet): write v1, whose apply then fails and is
+		// retried, and look again next time.
+		return cfg, nil
+	}
+	e.vs.version, e.vs.at = version, time.Now()
+	cfg.VirtualServiceAPIVersion = version
+	return cfg, nil
 }
 
 // ObjectRef is a gateway object odaflow applied.
@@ -39,8 +102,17 @@ type ObjectRef struct {
 	Owned bool `json:"owned"`
 }
 
+// key names the object whatever version it was applied with: the same
+// VirtualService applied as v1beta1 and then, after an Istio upgrade, as v1
+// is one object, which must be kept, not deleted as no longer desired.
 func (r ObjectRef) key() string {
-	return r.APIVersion + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+	group := r.APIVersion
+	if i := strings.LastIndex(group, "/"); i >= 0 {
+		group = group[:i]
+	} else {
+		group = "" // the core group: "v1"
+	}
+	return group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }
 
 // ExposeInput is one ExposedAPI to publish and report on.
@@ -211,7 +283,11 @@ func derefIngress(in *gateway.Ingress) gateway.Ingress {
 // It answers the ExposedAPI's new resourceVersion when it added the
 // finalizer (objects it cannot own need it).
 func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec, previous []ObjectRef) ([]ObjectRef, string, error) {
-	objs, err := gateway.Desired(e.Config, api, spec)
+	cfg, err := e.config()
+	if err != nil {
+		return nil, "", err
+	}
+	objs, err := gateway.Desired(cfg, api, spec)
 	if err != nil {
 		return nil, "", temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
 	}

@@ -69,6 +69,11 @@ type Config struct {
 	Scheme string
 	// Upstream timeouts for long-lived APIs (apiType mcp, a2a, sse).
 	ConnectTimeout, ReadTimeout, WriteTimeout time.Duration
+	// VirtualServiceAPIVersion is the apiVersion VirtualServices are
+	// written with: the one the cluster serves, found through discovery
+	// (PickVirtualServiceAPIVersion); DefaultVirtualServiceAPIVersion when
+	// empty.
+	VirtualServiceAPIVersion string
 }
 
 // WithDefaults fills in every unset field but Gateway.
@@ -85,6 +90,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.BackendNamespace, DefaultBackendNamespace)
 	def(&c.ApisixNamespace, DefaultApisixNamespace)
 	def(&c.MetricsMode, DefaultMetricsMode)
+	def(&c.VirtualServiceAPIVersion, DefaultVirtualServiceAPIVersion)
 	if c.Gateway == GatewayApisix {
 		def(&c.Scheme, "http") // IWA
 	}
@@ -122,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.BackendPort < 1 {
 		errs = append(errs, fmt.Sprintf("backend port %d must be positive", c.BackendPort))
+	}
+	if PickVirtualServiceAPIVersion(func(v string) bool { return c.VirtualServiceAPIVersion == VirtualServiceGroup+"/"+v }) == "" {
+		errs = append(errs, fmt.Sprintf("VirtualService apiVersion %q must be %s/ and one of %s", c.VirtualServiceAPIVersion, VirtualServiceGroup, strings.Join(VirtualServiceVersions, ", ")))
 	}
 	if c.ConnectTimeout < 0 || c.ReadTimeout < 0 || c.WriteTimeout < 0 {
 		errs = append(errs, "timeouts must not be negative")

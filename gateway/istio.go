@@ -7,11 +7,32 @@ import (
 )
 
 const (
-	// virtualServiceAPIVersion: the VirtualService CRD of istio.io/api v1.32
-	// serves v1, v1beta1 and v1alpha3 of the same schema; v1 is the stable one.
-	virtualServiceAPIVersion = "networking.istio.io/v1"
-	serviceMonitorAPIVersion = "monitoring.coreos.com/v1"
+	// VirtualServiceGroup is the API group of Istio's VirtualService.
+	VirtualServiceGroup = "networking.istio.io"
+	// VirtualServiceResource is its resource name.
+	VirtualServiceResource = "virtualservices"
+	// DefaultVirtualServiceAPIVersion: Istio serves v1 from 1.22 on, with
+	// v1beta1 and v1alpha3 of the same schema beside it.
+	DefaultVirtualServiceAPIVersion = VirtualServiceGroup + "/v1"
+	serviceMonitorAPIVersion        = "monitoring.coreos.com/v1"
 )
+
+// VirtualServiceVersions are the VirtualService versions odaflow writes, in
+// order of preference: v1 (Istio 1.22 and later), v1beta1 (1.5 to 1.21),
+// v1alpha3 (every Istio). The spec odaflow writes is the same in all three.
+var VirtualServiceVersions = []string{"v1", "v1beta1", "v1alpha3"}
+
+// PickVirtualServiceAPIVersion returns the apiVersion to write
+// VirtualServices with: the first of VirtualServiceVersions that served
+// reports true for, or "" when the cluster serves none of them.
+func PickVirtualServiceAPIVersion(served func(version string) bool) string {
+	for _, v := range VirtualServiceVersions {
+		if served(v) {
+			return VirtualServiceGroup + "/" + v
+		}
+	}
+	return ""
+}
 
 // virtualService routes the API's path prefix on the Istio Gateway to the
 // implementation Service (§2.2.1 step 4). It has the ExposedAPI's name.
@@ -20,7 +41,7 @@ func (b builder) virtualService() Object {
 	if host == "" {
 		host = "*"
 	}
-	o := b.object(virtualServiceAPIVersion, "VirtualService", b.api.Namespace, b.api.Name, nil)
+	o := b.object(b.cfg.VirtualServiceAPIVersion, "VirtualService", b.api.Namespace, b.api.Name, nil)
 	o.Object["spec"] = map[string]any{
 		"hosts":    []any{host},
 		"gateways": []any{b.cfg.IstioGateway},

@@ -96,7 +96,7 @@ func Managed(cfg Config, api API) []Ref {
 		return Ref{APIVersion: apiVersion, Kind: kind, Namespace: ns, Name: name, Owned: ns == api.Namespace}
 	}
 	refs := []Ref{
-		ref(virtualServiceAPIVersion, "VirtualService", api.Namespace, api.Name),
+		ref(cfg.VirtualServiceAPIVersion, "VirtualService", api.Namespace, api.Name),
 		ref(serviceMonitorAPIVersion, "ServiceMonitor", api.Namespace, api.Name),
 	}
 	switch cfg.Gateway {
