@@ -224,10 +224,10 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
   kubeconfig        %s
   Keycloak          %s
   Vault             %s
-  logs              %s (worker.log, watcher.log; the servers' in %s)
+  logs              %s and watcher.log; the servers' in %s
 
 `, time.Since(started).Round(time.Millisecond), temporal.UIAddress, temporal.Namespace,
-		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, vault.Banner, logDir, *dataDir)
+		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, vault.Banner, workerLog.Path, filepath.Join(*dataDir, "*", "logs"))
 
 	if *sample {
 		if *kubeconfig == "" {

@@ -124,9 +124,11 @@ func (l *lifecycleConsole) step(kind oda.Kind, u *unstructured.Unstructured, del
 	if deleted && kind == oda.KindComponent {
 		delete(l.firstSeen, compKey) // one applied again starts a new lifecycle
 	}
-	child := "Component"
-	if kind != oda.KindComponent {
-		child = kind.Name + " " + strings.TrimPrefix(u.GetName(), component+"-")
+	// A child's name is "<component>-<api>" (or the Component's own, for
+	// its IdentityConfig and SecretsManagement): the kind and the api say it.
+	child := kind.Name
+	if kind != oda.KindComponent && !strings.EqualFold(u.GetName(), component) {
+		child += " " + strings.TrimPrefix(u.GetName(), component+"-")
 	}
 	line := fmt.Sprintf("%-13s %-32s %-42s %s", when, component, child, phase)
 	if detail != "" {

@@ -71,6 +71,8 @@ func TestLifecycleConsolePrintsOneLinePerStep(t *testing.T) {
 			"conditions":   ready("True", "Resolved", "Resolved"),
 			"depapiStatus": map[string]any{"url": "http://127.0.0.1/r-cat/v4"},
 		}), false, "   2.0s       ctk-productcatalogmanagement     DependentAPI downstreamproductcatalog      Resolved  http://127.0.0.1/r-cat/v4"},
+		{2500 * time.Millisecond, oda.KindIdentityConfig, child(comp, comp, start, map[string]any{"conditions": ready("True", "Ready", "Ready")}), false,
+			"   2.5s       ctk-productcatalogmanagement     IdentityConfig                             Ready"},
 		{3 * time.Second, oda.KindExposedAPI, child("", "unlabelled", start, map[string]any{"conditions": ready("True", "Exposed", "")}), false, ""},
 		{3500 * time.Millisecond, oda.KindComponent, component(comp, oda.StatusComplete, start), false,
 			"   3.5s       ctk-productcatalogmanagement     Component                                  Complete"},
