@@ -245,6 +245,7 @@ func asInt(v any) (int64, bool) {
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
+	//workflowcheck:ignore the keys are sorted below
 	for k := range m {
 		keys = append(keys, k)
 	}

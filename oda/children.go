@@ -205,6 +205,7 @@ func ExposedAPISpec(api API) map[string]any {
 			spec[k] = v
 		}
 	}
+	//workflowcheck:ignore copies a map into a map: the order cannot show
 	for k, v := range api.Extra {
 		spec[k] = v
 	}
@@ -320,6 +321,7 @@ func setStr(m map[string]any, key, v string) {
 
 func copyMap(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
+	//workflowcheck:ignore copies a map into a map: the order cannot show
 	for k, v := range m {
 		out[k] = v
 	}
@@ -330,6 +332,7 @@ func copyMap(m map[string]any) map[string]any {
 // so that replay sees the same order.
 func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
+	//workflowcheck:ignore the keys are sorted below
 	for k := range m {
 		keys = append(keys, k)
 	}

@@ -174,6 +174,7 @@ func StatusObject(s ComponentStatus, condition Condition) map[string]any {
 	}
 	sman := map[string]any{}
 	if s.SecretsManagement != nil {
+		//workflowcheck:ignore copies a map into a map: the order cannot show
 		for k, v := range s.SecretsManagementSpec {
 			sman[k] = v
 		}

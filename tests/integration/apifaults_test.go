@@ -140,6 +140,13 @@ func (l *childLog) once(want int) (bool, string) {
 // metricSum sums the samples of a metric on a /metrics page.
 func metricSum(t *testing.T, url, name string) float64 {
 	t.Helper()
+	return metricWith(t, url, name, "")
+}
+
+// metricWith sums the samples of a metric whose labels begin with labels
+// (`kind="Component"`, in the order the metric declares them).
+func metricWith(t *testing.T, url, name, labels string) float64 {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatalf("scrape %s: %v", url, err)
@@ -150,7 +157,7 @@ func metricSum(t *testing.T, url, name string) float64 {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+		if !strings.HasPrefix(line, name+"{"+labels) && (labels != "" || !strings.HasPrefix(line, name+" ")) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {

@@ -86,8 +86,17 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 
 	// A status-only write (what every controller does) re-drives nothing.
 	before := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+	unchanged := func() float64 {
+		return metricWith(t, "http://"+stack.watcherHTTP+"/metrics", "odaflow_watcher_dedup_total", `kind="Component",reason="unchanged"`)
+	}
+	decided := unchanged()
 	mergePatch(t, oda.KindComponent, ns, component, `{"status":{"someoneElse":{"note":"hello"}}}`)
-	time.Sleep(2 * time.Second) // a negative: give a wrong signal time to arrive
+	// The watcher decides on the write (the desired state is unchanged)
+	// before the history is read: a signal would have been sent by then.
+	eventually(t, 30*time.Second, "the watcher finds the Component unchanged", func() (bool, string) {
+		n := unchanged()
+		return n > decided, fmt.Sprint(n)
+	})
 	if after := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]; after != before {
 		t.Errorf("a status-only write sent %d signals", after-before)
 	}
@@ -98,7 +107,10 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	if stack.watcher, err = startWatcher(context.Background()); err != nil {
 		t.Fatalf("restart watcher: %v", err)
 	}
-	time.Sleep(3 * time.Second) // a negative again: the restarted watcher has synced and decided
+	// A negative: no event announces that the restarted watcher has
+	// decided on every object, so give it a few seconds to send a wrong
+	// signal.
+	time.Sleep(3 * time.Second)
 	if after := historyCounts(t, wfID)[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]; after != before {
 		t.Errorf("a watcher restart sent %d signals", after-before)
 	}

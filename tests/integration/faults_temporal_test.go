@@ -65,7 +65,9 @@ func TestTemporalServerRestartMidLifecycle(t *testing.T) {
 	bringUpGatewayAndImplementations(t, ns)
 	ns2 := "it-tr-during"
 	name2 := installReady(t, ns2)
-	time.Sleep(5 * time.Second) // the watcher's attempts fail meanwhile
+	// The outage itself is what is tested: for these seconds the watcher's
+	// signals and starts fail and back off.
+	time.Sleep(5 * time.Second)
 	if err := temporal.StartServer(ctx); err != nil {
 		t.Fatalf("start Temporal again: %v", err)
 	}

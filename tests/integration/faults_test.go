@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/kit"
 )
@@ -23,8 +25,23 @@ func TestWorkerRestartMidLifecycle(t *testing.T) {
 	// While no worker runs, the gateway gets its address and the
 	// implementations come up: the watcher keeps signalling, Temporal keeps
 	// the signals.
+	apis := listChildren(t, oda.KindExposedAPI, ns, name)
+	signalled := func(api string) int {
+		return historyCounts(t, oda.WorkflowID(oda.KindExposedAPI.Name, ns, api))[enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED]
+	}
+	before := map[string]int{}
+	for _, api := range apis {
+		before[api] = signalled(api)
+	}
 	bringUpGatewayAndImplementations(t, ns)
-	time.Sleep(2 * time.Second) // let the signals queue up with no worker
+	eventually(t, time.Minute, "every ExposedAPI's workflow holds a signal no worker has taken", func() (bool, string) {
+		for _, api := range apis {
+			if signalled(api) == before[api] {
+				return false, api + " has no new signal"
+			}
+		}
+		return true, ""
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	w, err := startWorker(ctx)
@@ -53,7 +70,9 @@ func TestAPIServerRestartMidLifecycle(t *testing.T) {
 	if err := stack.kube.StopAPIServer(); err != nil {
 		t.Fatalf("stop kube-apiserver: %v", err)
 	}
-	time.Sleep(3 * time.Second) // the watcher's watches break, activities fail and retry
+	// The outage itself is what is tested: for these seconds the watcher's
+	// watches break and the activities fail and retry.
+	time.Sleep(3 * time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := stack.kube.StartAPIServer(ctx); err != nil {

@@ -83,7 +83,9 @@ func TestAPIServerRestartMidLifecycle(t *testing.T) {
 		if err := env.kube.StopAPIServer(); err != nil {
 			t.Fatalf("stop kube-apiserver: %v", err)
 		}
-		time.Sleep(3 * time.Second) // watches break, activities fail and retry
+		// The outage itself is what is tested: for these seconds the
+		// watches break and the activities fail and retry.
+		time.Sleep(3 * time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := env.kube.StartAPIServer(ctx); err != nil {
