@@ -83,15 +83,15 @@ func TestConfigureStoreRequests(t *testing.T) {
 	}
 	want := []string{
 		"GET /v1/sys/mounts",
-		"POST /v1/sys/mounts/kv-sman-components-demo-a",
-		"PUT /v1/sys/policies/acl/sman-components-demo-a-policy",
+		"POST /v1/sys/mounts/kv-sman-components.demo-a",
+		"PUT /v1/sys/policies/acl/sman-components.demo-a-policy",
 		"GET /v1/sys/auth",
 		"POST /v1/sys/auth/kubernetes-sman",
 		"PUT /v1/auth/kubernetes-sman/config",
-		"PUT /v1/auth/kubernetes-sman/role/sman-components-demo-a-role",
-		"GET /v1/kv-sman-components-demo-a/config", // upgrading
-		"GET /v1/kv-sman-components-demo-a/config", // upgrading
-		"GET /v1/kv-sman-components-demo-a/config",
+		"PUT /v1/auth/kubernetes-sman/role/sman-components.demo-a-role",
+		"GET /v1/kv-sman-components.demo-a/config", // upgrading
+		"GET /v1/kv-sman-components.demo-a/config", // upgrading
+		"GET /v1/kv-sman-components.demo-a/config",
 	}
 	if strings.Join(f.requests, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(f.requests, "\n"), strings.Join(want, "\n"))
