@@ -345,3 +345,18 @@ func TestOperatorPolicy(t *testing.T) {
 		t.Errorf("operator policy reaches secrets:\n%s", p)
 	}
 }
+
+// The Canvas's "-" join gave `team`/`x-billing` and `team-x`/`billing` one
+// mount, policy and role; no namespace holds a ".", so these cannot meet.
+func TestNamesNeverCollideAcrossNamespaces(t *testing.T) {
+	pairs := [][2][2]string{
+		{{"odacompns-team", "x-billing"}, {"odacompns-team-x", "billing"}},
+		{{"team", "x"}, {"team", "x-"}},
+	}
+	for _, p := range pairs {
+		n1, n2 := NamesFor(p[0][0], p[0][1]), NamesFor(p[1][0], p[1][1])
+		if n1.Mount == n2.Mount || n1.Policy == n2.Policy || n1.Role == n2.Role {
+			t.Errorf("%v and %v share Vault names: %+v", p[0], p[1], n1)
+		}
+	}
+}
