@@ -380,7 +380,7 @@ func (v *Vault) ensureMount(ctx context.Context, c *vault.Client, names secrets.
 		}
 		if want := secrets.MountDescription(in.Namespace, in.Name, in.UID); in.UID != "" && m.Description != want {
 			// The same SecretsManagement re-created: record its uid.
-			if err := c.Sys().TuneMountWithContext(ctx, names.Mount, vault.MountConfigInput{Description: &want}); err != nil {
+			if err := c.Sys().TuneMountAllowNilWithContext(ctx, names.Mount, vault.TuneMountConfigInput{Description: &want}); err != nil {
 				return false, v.classify("record the owner on mount "+names.Mount, err)
 			}
 		}

@@ -24,7 +24,7 @@ func TestHTTPServerRefusesOversizedHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// net/http allows MaxHeaderBytes plus 4096 bytes of slack.
 	big := strings.Repeat("a", MaxHeaderBytes+8192)
 	if _, err := fmt.Fprintf(conn, "POST /listener HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\nContent-Length: 0\r\n\r\n", big); err != nil {
