@@ -39,6 +39,18 @@ const (
 	// ErrTypeKeycloakUnavailable: Keycloak is down, unreachable or answered
 	// 5xx; retryable.
 	ErrTypeKeycloakUnavailable = "KeycloakUnavailable"
+	// ErrTypeOwnedElsewhere: the client or the credentials Secret the
+	// IdentityConfig names belongs to another resource, or records no owner
+	// and was not adopted. Not retried: the other tenant's object stays as
+	// it is until its owner or an administrator acts.
+	ErrTypeOwnedElsewhere = oda.ReasonOwnedElsewhere
+)
+
+// LabelManagedBy marks the Secrets odaflow writes, so that a cluster
+// install can confine what it watches and an administrator can list them.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "odaflow"
 )
 
 // AnnotationRotatedFor, on a credentials Secret, records the value of the
@@ -124,13 +136,21 @@ type EnsureIdentityInput struct {
 	// PreviousRoles are the roles the last successful run declared; they
 	// are deleted when no longer declared even without odaflow's marker.
 	PreviousRoles []string `json:"previousRoles,omitempty"`
+	// UID is the IdentityConfig's uid, recorded on the client.
+	UID string `json:"uid,omitempty"`
+	// Adopt: the IdentityConfig asks to take over a client the Python
+	// Canvas created for it (oda.AdoptRequested).
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // EnsureIdentityResult says what had to change (nothing, on a run that
 // found Keycloak as desired).
 type EnsureIdentityResult struct {
-	ClientUUID         string   `json:"clientUuid"`
-	ClientCreated      bool     `json:"clientCreated,omitempty"`
+	ClientUUID    string `json:"clientUuid"`
+	ClientCreated bool   `json:"clientCreated,omitempty"`
+	// Adopted: an existing client without an owner record was taken over
+	// (oda.AnnotationAdopt) and now records this IdentityConfig.
+	Adopted            bool     `json:"adopted,omitempty"`
 	RolesCreated       []string `json:"rolesCreated,omitempty"`
 	RolesDeleted       []string `json:"rolesDeleted,omitempty"`
 	CanvasRoleCreated  bool     `json:"canvasRoleCreated,omitempty"`
@@ -167,7 +187,7 @@ func (a *Identity) EnsureIdentity(ctx context.Context, in EnsureIdentityInput) (
 			ClientID:               gocloak.StringP(d.ClientID),
 			ServiceAccountsEnabled: gocloak.BoolP(true),
 			PublicClient:           gocloak.BoolP(false),
-			Attributes:             &map[string]string{identity.ManagedAttribute: "true"},
+			Attributes:             ptrTo(clientAttributes(nil, in.owner())),
 		})
 		// 409: another run created it meanwhile; find it below.
 		if err != nil && codeOf(err) != http.StatusConflict {
@@ -180,6 +200,11 @@ func (a *Identity) EnsureIdentity(ctx context.Context, in EnsureIdentityInput) (
 		if c == nil {
 			return res, temporal.NewApplicationError(fmt.Sprintf("Keycloak client %s was created but is not listed", d.ClientID), ErrTypeKeycloakUnavailable)
 		}
+	}
+	// Checked after a create too: a 409 means another run created the
+	// client, and that run may have been another tenant's.
+	if res.Adopted, err = a.claimClient(ctx, kc, token, c, in.Ref, in.owner(), in.Adopt); err != nil {
+		return res, err
 	}
 	res.ClientUUID = *c.ID
 
@@ -277,6 +302,9 @@ type EnsureCredentialsInput struct {
 	// the Secret is applied without reading it first, one request instead
 	// of two on every install.
 	Fresh bool `json:"fresh,omitempty"`
+	// Adopt: the IdentityConfig asks to take over an existing Secret of
+	// its name that records no owner.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // EnsureCredentialsResult says what happened, never the secret itself.
@@ -306,10 +334,17 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	if c == nil {
 		return res, temporal.NewApplicationError("Keycloak client "+in.ClientID+" does not exist yet", ErrTypeKeycloakUnavailable)
 	}
+	owner := oda.OwnerRecord{Namespace: in.Ref.Namespace, Name: in.Ref.Name, UID: in.UID}
+	// Only a client that already records this IdentityConfig: its secret
+	// is read or regenerated below. EnsureIdentity records the owner (or
+	// adopts) first.
+	if _, err := a.claimClient(ctx, kc, token, c, in.Ref, owner, false); err != nil {
+		return res, err
+	}
 	secrets := a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace)
 	var current *corev1.Secret
-	if !in.Fresh || in.Rotate != "" {
-		err = throughOutage(ctx, func() (err error) {
+	readCurrent := func() error {
+		err := throughOutage(ctx, func() (err error) {
 			current, err = secrets.Get(ctx, res.SecretName, metav1.GetOptions{})
 			return err
 		})
@@ -317,7 +352,16 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 			current, err = nil, nil
 		}
 		if err != nil {
-			return res, kubeError("read Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+			return kubeError("read Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+		}
+		return nil
+	}
+	if !in.Fresh || in.Rotate != "" {
+		if err := readCurrent(); err != nil {
+			return res, err
+		}
+		if err := secretClaim(current, owner, in.Adopt); err != nil {
+			return res, err
 		}
 	}
 	handled := ""
@@ -342,13 +386,16 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 	if res.Rotated {
 		rotatedFor = in.Rotate
 	}
-	if current != nil && string(current.Data["client_id"]) == in.ClientID &&
-		subtle.ConstantTimeCompare(current.Data["client_secret"], []byte(value)) == 1 &&
-		rotatedFor == handled && ownedBy(current.OwnerReferences, in.UID) {
+	upToDate := func(current *corev1.Secret, rotatedFor, handled string) bool {
+		return current != nil && string(current.Data["client_id"]) == in.ClientID &&
+			subtle.ConstantTimeCompare(current.Data["client_secret"], []byte(value)) == 1 &&
+			rotatedFor == handled && ownedBy(current.OwnerReferences, in.UID)
+	}
+	if upToDate(current, rotatedFor, handled) {
 		return res, nil
 	}
 	ac := corev1ac.Secret(res.SecretName, in.Ref.Namespace).
-		WithLabels(map[string]string{oda.LabelComponentName: in.Ref.Name}).
+		WithLabels(map[string]string{oda.LabelComponentName: in.Ref.Name, LabelManagedBy: ManagedByValue}).
 		WithOwnerReferences(metav1ac.OwnerReference().
 			WithAPIVersion(oda.APIVersion).WithKind(oda.KindIdentityConfig.Name).
 			WithName(in.Ref.Name).WithUID(types.UID(in.UID)).
@@ -357,6 +404,40 @@ func (a *Identity) EnsureCredentials(ctx context.Context, in EnsureCredentialsIn
 		WithData(map[string][]byte{"client_id": []byte(in.ClientID), "client_secret": []byte(value)})
 	if rotatedFor != "" {
 		ac.WithAnnotations(map[string]string{AnnotationRotatedFor: rotatedFor})
+	}
+	if current == nil {
+		// Nothing was read (a fresh install) or nothing was there: create,
+		// so that a Secret of this name made meanwhile, or by someone
+		// else, is refused by the apiserver instead of overwritten.
+		err = throughOutage(ctx, func() error {
+			_, err := secrets.Create(ctx, secretOf(ac), metav1.CreateOptions{FieldManager: oda.FieldManager})
+			return err
+		})
+		if err == nil {
+			res.Written = true
+			return res, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return res, kubeError("create Secret "+in.Ref.Namespace+"/"+res.SecretName, err)
+		}
+		// A repeated attempt whose create landed, or a Secret that is
+		// someone else's: read it and decide.
+		if err := readCurrent(); err != nil {
+			return res, err
+		}
+		if current == nil {
+			return res, temporal.NewApplicationError("Secret "+in.Ref.Namespace+"/"+res.SecretName+" was deleted while being written", ErrTypeKeycloakUnavailable)
+		}
+		if err := secretClaim(current, owner, in.Adopt); err != nil {
+			return res, err
+		}
+		if prev := current.Annotations[AnnotationRotatedFor]; rotatedFor == "" && prev != "" {
+			rotatedFor = prev
+			ac.WithAnnotations(map[string]string{AnnotationRotatedFor: prev})
+		}
+		if upToDate(current, rotatedFor, current.Annotations[AnnotationRotatedFor]) {
+			return res, nil
+		}
 	}
 	err = throughOutage(ctx, func() error {
 		_, err := secrets.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: oda.FieldManager, Force: true})
@@ -383,12 +464,20 @@ func ownedBy(refs []metav1.OwnerReference, uid string) bool {
 type DeleteIdentityInput struct {
 	Ref      oda.Ref `json:"ref"`
 	ClientID string  `json:"clientId"`
+	// UID is the IdentityConfig's: only a Secret it controls is deleted.
+	UID string `json:"uid,omitempty"`
+	// Adopt: as in EnsureIdentityInput, for a Python Canvas client never
+	// reconciled by odaflow.
+	Adopt bool `json:"adopt,omitempty"`
 }
 
 // DeleteIdentityResult says what was still there.
 type DeleteIdentityResult struct {
 	ClientDeleted bool `json:"clientDeleted,omitempty"`
 	SecretDeleted bool `json:"secretDeleted,omitempty"`
+	// Kept says why a client or Secret of this name was left alone: it
+	// belongs to another resource or records no owner.
+	Kept []string `json:"kept,omitempty"`
 }
 
 // DeleteIdentity deletes the component client (with its roles and their
@@ -405,6 +494,19 @@ func (a *Identity) DeleteIdentity(ctx context.Context, in DeleteIdentityInput) (
 	if err != nil {
 		return res, err
 	}
+	owner := oda.OwnerRecord{Namespace: in.Ref.Namespace, Name: in.Ref.Name, UID: in.UID}
+	if c != nil {
+		// The deletion of this IdentityConfig goes ahead either way: a
+		// client that is not its own was never its to clean up.
+		if _, err := a.claimClient(ctx, kc, token, c, in.Ref, owner, in.Adopt); err != nil {
+			if !isErrType(err, ErrTypeOwnedElsewhere) {
+				return res, err
+			}
+			res.Kept = append(res.Kept, messageOfErr(err))
+			a.log().Warn("left a Keycloak client that is not this IdentityConfig's", "identityConfig", in.Ref.String(), "client", in.ClientID)
+			c = nil
+		}
+	}
 	if c != nil {
 		err := kc.DeleteClient(ctx, token, a.Config.Realm, *c.ID)
 		if err != nil && codeOf(err) != http.StatusNotFound {
@@ -412,14 +514,177 @@ func (a *Identity) DeleteIdentity(ctx context.Context, in DeleteIdentityInput) (
 		}
 		res.ClientDeleted = err == nil
 	}
-	err = throughOutage(ctx, func() error {
-		return a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace).Delete(ctx, identity.SecretName(in.Ref.Name), metav1.DeleteOptions{})
+	name := identity.SecretName(in.Ref.Name)
+	secrets := a.Kube.Core.CoreV1().Secrets(in.Ref.Namespace)
+	var current *corev1.Secret
+	err = throughOutage(ctx, func() (err error) {
+		current, err = secrets.Get(ctx, name, metav1.GetOptions{})
+		return err
 	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return res, kubeError("delete Secret "+in.Ref.Namespace+"/"+identity.SecretName(in.Ref.Name), err)
+	if apierrors.IsNotFound(err) {
+		return res, nil
+	}
+	if err != nil {
+		return res, kubeError("read Secret "+in.Ref.Namespace+"/"+name, err)
+	}
+	if in.UID == "" || !ownedBy(current.OwnerReferences, in.UID) {
+		res.Kept = append(res.Kept, "Secret "+in.Ref.Namespace+"/"+name+" is not controlled by this IdentityConfig")
+		return res, nil
+	}
+	// The precondition makes sure the Secret deleted is the one checked.
+	uid := current.UID
+	err = throughOutage(ctx, func() error {
+		return secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return res, kubeError("delete Secret "+in.Ref.Namespace+"/"+name, err)
 	}
 	res.SecretDeleted = err == nil
 	return res, nil
+}
+
+func (in EnsureIdentityInput) owner() oda.OwnerRecord {
+	return oda.OwnerRecord{Namespace: in.Ref.Namespace, Name: in.Ref.Name, UID: in.UID}
+}
+
+// clientAttributes are a client's attributes with the owner record set.
+func clientAttributes(current *map[string]string, o oda.OwnerRecord) map[string]string {
+	out := map[string]string{}
+	if current != nil {
+		for k, v := range *current {
+			out[k] = v
+		}
+	}
+	out[identity.ManagedAttribute] = "true"
+	for k, v := range identity.OwnerAttributes(o) {
+		out[k] = v
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// claimClient checks that client c is owner's before anything reads its
+// secret, changes or deletes it. A client that records no owner is taken
+// over only when adopt is set and the IdentityConfig's namespace already
+// holds the client's current secret in <name>-secret (what the Python
+// Canvas's credentials operator wrote): the annotation alone is something
+// any tenant can set, the secret only the tenant the client was made for
+// has. Taking over, or finding an older uid of the same resource, writes
+// the owner record onto the client. It reports whether it adopted.
+func (a *Identity) claimClient(ctx context.Context, kc *gocloak.GoCloak, token string, c *gocloak.Client, ref oda.Ref, owner oda.OwnerRecord, adopt bool) (bool, error) {
+	var attrs map[string]string
+	if c.Attributes != nil {
+		attrs = *c.Attributes
+	}
+	recorded := identity.OwnerOf(attrs)
+	what := "Keycloak client " + gocloak.PString(c.ClientID)
+	claim := oda.ClaimOf(recorded, owner, adopt)
+	switch claim {
+	case oda.ClaimForeign, oda.ClaimUnmarked:
+		return false, ownedElsewhere(oda.Refusal(what, claim, recorded, owner))
+	case oda.ClaimOwned:
+		if owner.UID == "" || recorded.UID == owner.UID {
+			return false, nil
+		}
+	case oda.ClaimAdopt:
+		if err := a.provePossession(ctx, kc, token, c, ref); err != nil {
+			return false, err
+		}
+	}
+	c.Attributes = ptrTo(clientAttributes(c.Attributes, owner))
+	if err := kc.UpdateClient(ctx, token, a.Config.Realm, *c); err != nil {
+		return false, a.keycloakError("record the owner on client "+gocloak.PString(c.ClientID), err)
+	}
+	if claim == oda.ClaimAdopt {
+		a.log().Info("adopted a Keycloak client created outside odaflow", "identityConfig", ref.String(), "client", gocloak.PString(c.ClientID))
+	}
+	return claim == oda.ClaimAdopt, nil
+}
+
+// provePossession checks that the IdentityConfig's namespace holds client
+// c's current secret in its credentials Secret, controlled by the
+// IdentityConfig. The comparison is constant-time and nothing of either
+// value leaves this function.
+func (a *Identity) provePossession(ctx context.Context, kc *gocloak.GoCloak, token string, c *gocloak.Client, ref oda.Ref) error {
+	name := identity.SecretName(ref.Name)
+	refuse := func(why string) error {
+		return ownedElsewhere(fmt.Sprintf("Keycloak client %s records no owner and cannot be adopted by %s: %s; an administrator can set the client attributes %s and %s in Keycloak instead",
+			gocloak.PString(c.ClientID), ref.Namespace+"/"+ref.Name, why, identity.OwnerNamespaceAttribute, identity.OwnerNameAttribute))
+	}
+	var s *corev1.Secret
+	err := throughOutage(ctx, func() (err error) {
+		s, err = a.Kube.Core.CoreV1().Secrets(ref.Namespace).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return refuse("adoption needs the Secret " + name + " the Python Canvas wrote, holding the client's current secret, and there is none")
+	}
+	if err != nil {
+		return kubeError("read Secret "+ref.Namespace+"/"+name, err)
+	}
+	cred, err := kc.GetClientSecret(ctx, token, a.Config.Realm, *c.ID)
+	if err != nil {
+		return a.keycloakError("read the secret of client "+gocloak.PString(c.ClientID), err)
+	}
+	value := []byte(gocloak.PString(cred.Value))
+	if len(value) == 0 || string(s.Data["client_id"]) != gocloak.PString(c.ClientID) ||
+		subtle.ConstantTimeCompare(s.Data["client_secret"], value) != 1 {
+		return refuse("the Secret " + name + " does not hold the client's current secret")
+	}
+	return nil
+}
+
+// secretClaim checks that an existing credentials Secret may be written:
+// it is controlled by this IdentityConfig, or records no owner at all and
+// the IdentityConfig asked to adopt it. nil (no Secret) may be written.
+func secretClaim(s *corev1.Secret, owner oda.OwnerRecord, adopt bool) error {
+	if s == nil || (owner.UID != "" && ownedBy(s.OwnerReferences, owner.UID)) {
+		return nil
+	}
+	what := "Secret " + s.Namespace + "/" + s.Name
+	if ref := metav1.GetControllerOf(s); ref != nil || len(s.OwnerReferences) > 0 {
+		return ownedElsewhere(fmt.Sprintf("%s is owned by another object, not by %s: odaflow does not overwrite it; delete or rename it", what, owner))
+	}
+	if !adopt {
+		return ownedElsewhere(oda.Refusal(what, oda.ClaimUnmarked, nil, owner))
+	}
+	return nil
+}
+
+// secretOf turns the apply configuration of a Secret into the object to
+// create.
+func secretOf(ac *corev1ac.SecretApplyConfiguration) *corev1.Secret {
+	s := &corev1.Secret{Data: ac.Data}
+	s.Name, s.Namespace = *ac.Name, *ac.Namespace
+	s.Labels, s.Annotations = ac.Labels, ac.Annotations
+	if ac.Type != nil {
+		s.Type = *ac.Type
+	}
+	for _, o := range ac.OwnerReferences {
+		s.OwnerReferences = append(s.OwnerReferences, metav1.OwnerReference{
+			APIVersion: *o.APIVersion, Kind: *o.Kind, Name: *o.Name, UID: *o.UID,
+			Controller: o.Controller, BlockOwnerDeletion: o.BlockOwnerDeletion,
+		})
+	}
+	return s
+}
+
+func ownedElsewhere(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeOwnedElsewhere, nil)
+}
+
+func isErrType(err error, typ string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == typ
+}
+
+func messageOfErr(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
 }
 
 // login reads the admin credentials from their Secret and gets a token.

@@ -120,7 +120,7 @@ func (a *Identity) RegisterHub(ctx context.Context, in RegisterHubInput) (Regist
 		return res, hubTransportError("register with hub "+in.Hub.URL, err)
 	}
 	if code != http.StatusCreated && code != http.StatusOK {
-		return res, hubStatusError("register with hub "+in.Hub.URL, code, scrub(reply, token))
+		return res, hubStatusError("register with hub "+in.Hub.URL, code)
 	}
 	var created struct {
 		ID any `json:"id"`
@@ -171,7 +171,7 @@ func (a *Identity) unregister(ctx context.Context, s HubSubscription) (bool, err
 		return false, nil
 	}
 	target := strings.TrimRight(s.HubURL, "/") + "/" + url.PathEscape(s.ID)
-	code, reply, err := a.hubCall(ctx, http.MethodDelete, target, nil)
+	code, _, err := a.hubCall(ctx, http.MethodDelete, target, nil)
 	if err != nil {
 		return false, hubTransportError("unregister from hub "+s.HubURL, err)
 	}
@@ -181,7 +181,7 @@ func (a *Identity) unregister(ctx context.Context, s HubSubscription) (bool, err
 	case code >= 200 && code < 300:
 		return true, nil
 	}
-	return false, hubStatusError("unregister subscription "+s.ID+" from hub "+s.HubURL, code, string(reply))
+	return false, hubStatusError("unregister subscription "+s.ID+" from hub "+s.HubURL, code)
 }
 
 // ApplyRoleEventInput is one dynamic role change the workflow decided to
@@ -213,6 +213,10 @@ func (a *Identity) ApplyRoleEvent(ctx context.Context, in ApplyRoleEventInput) (
 	}
 	if c == nil {
 		return res, temporal.NewApplicationError("Keycloak client "+in.ClientID+" does not exist (yet)", ErrTypeKeycloakUnavailable)
+	}
+	// Roles change only on a client that records this IdentityConfig.
+	if _, err := a.claimClient(ctx, kc, token, c, in.Ref, oda.OwnerRecord{Namespace: in.Ref.Namespace, Name: in.Ref.Name}, false); err != nil {
+		return res, err
 	}
 	r := in.Event.Role
 	switch in.Event.Action {
@@ -254,12 +258,17 @@ func (a *Identity) signingKey() ([]byte, string, error) {
 	return keys[0], identity.KeyID(keys[0]), nil
 }
 
-// hubCall makes one request and reads at most 64 KiB of the answer.
+// hubCall makes one request and reads at most 64 KiB of the answer. It
+// never follows a redirect: the hub URL is built from a tenant's spec to
+// name a Service in the tenant's namespace, and a redirect could send the
+// worker anywhere (a cloud metadata endpoint, another tenant's Service).
 func (a *Identity) hubCall(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
-	hc := a.Hub.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if a.Hub.HTTP != nil {
+		c := *a.Hub.HTTP
+		hc = &c
 	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -291,14 +300,12 @@ func hubTransportError(what string, err error) error {
 	return temporal.NewApplicationError(fmt.Sprintf("%s: %v (hub unreachable; retrying)", what, unwrapURLError(err)), ErrTypeHubUnavailable)
 }
 
-func hubStatusError(what string, code int, body string) error {
+// hubStatusError reports a hub's answer by its status code only: the body
+// is whatever the host at the other end chose to send, and copying it into
+// status and Events would turn the worker into a reader of that host for
+// whoever can write an IdentityConfig.
+func hubStatusError(what string, code int) error {
 	msg := fmt.Sprintf("%s: HTTP %d", what, code)
-	if b := strings.TrimSpace(body); b != "" {
-		if len(b) > 300 {
-			b = b[:300] + "…"
-		}
-		msg += ": " + b
-	}
 	if code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout {
 		return temporal.NewApplicationError(msg+" (hub failing; retrying)", ErrTypeHubUnavailable)
 	}
@@ -311,15 +318,6 @@ func unwrapURLError(err error) error {
 		return fmt.Errorf("%s %s: %w", ue.Op, ue.URL, ue.Err)
 	}
 	return err
-}
-
-// scrub removes the token from a hub's answer: hubs echo the callback.
-func scrub(reply []byte, token string) string {
-	s := string(reply)
-	for _, t := range []string{token, url.QueryEscape(token)} {
-		s = strings.ReplaceAll(s, t, "REDACTED")
-	}
-	return s
 }
 
 func (a *Identity) log() *slog.Logger {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/odaflow/odaflow/identity"
@@ -116,18 +117,39 @@ func TestHubErrorsAreClassifiedAndLeakNoToken(t *testing.T) {
 		t.Errorf("message does not say why: %v", err)
 	}
 
-	// A hub that refuses and echoes the body back: the token is scrubbed.
+	// A hub that refuses and echoes the body back, with something it
+	// wants read: the error says the status code and nothing of the body
+	// (neither the token nor the host's content reaches status or Events).
 	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(b)
+		_, _ = w.Write(append([]byte("AccessKeyId=AKIAMETADATA "), b...))
 	}))
 	defer echo.Close()
 	a = hubIdentity(echo.Client(), &keys)
 	_, err = a.RegisterHub(ctx, RegisterHubInput{Ref: icRef("pc"), Hub: identity.Hub{API: identity.APIPartyRole, URL: echo.URL + "/hub"}})
 	assertAppError(t, err, ErrTypeHubRejected, true)
-	if strings.Contains(err.Error(), token) || !strings.Contains(err.Error(), "REDACTED") {
-		t.Errorf("error leaks the token: %v", err)
+	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), "AKIAMETADATA") || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Errorf("error copies the hub's answer: %v", err)
+	}
+
+	// A hub that redirects (to a metadata endpoint, say) is not followed:
+	// the redirect is an answer like any other non-2xx.
+	var followed atomic.Bool
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		followed.Store(true)
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer target.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/latest/meta-data", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	a = hubIdentity(redirect.Client(), &keys)
+	_, err = a.RegisterHub(ctx, RegisterHubInput{Ref: icRef("pc"), Hub: identity.Hub{API: identity.APIPartyRole, URL: redirect.URL + "/hub"}})
+	assertAppError(t, err, ErrTypeHubRejected, true)
+	if followed.Load() {
+		t.Error("the worker followed the hub's redirect")
 	}
 
 	// A worker without a listener says what to configure.

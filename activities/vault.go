@@ -17,6 +17,7 @@ import (
 	vault "github.com/hashicorp/vault/api"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/secrets"
 )
 
@@ -38,6 +39,9 @@ const (
 	ErrTypeVaultCredentials = "VaultCredentials"
 	// ErrTypeVaultNotConfigured: the worker runs without a Vault.
 	ErrTypeVaultNotConfigured = "VaultNotConfigured"
+	// ErrTypeVaultOwnedElsewhere: the store's mount exists and records
+	// another SecretsManagement, or none (not retried).
+	ErrTypeVaultOwnedElsewhere = oda.ReasonOwnedElsewhere
 )
 
 // DefaultVaultAuthPath is the kubernetes auth mount the sidecars log in
@@ -288,6 +292,8 @@ type StoreInput struct {
 	Namespace string       `json:"namespace"`
 	Name      string       `json:"name"`
 	Spec      secrets.Spec `json:"spec"`
+	// UID is the SecretsManagement's, recorded on the mount.
+	UID string `json:"uid,omitempty"`
 }
 
 // StoreResult says what a store activity did (never a secret).
@@ -295,6 +301,9 @@ type StoreResult struct {
 	Names secrets.Names `json:"names"`
 	// MountCreated is true when the kv mount was created by this call.
 	MountCreated bool `json:"mountCreated,omitempty"`
+	// Kept, on deletion, says why the store was left alone: its mount
+	// belongs to another SecretsManagement or records no owner.
+	Kept string `json:"kept,omitempty"`
 	// Requests is the number of Vault requests the activity made.
 	Requests int `json:"requests"`
 }
@@ -361,19 +370,58 @@ func (v *Vault) ensureMount(ctx context.Context, c *vault.Client, names secrets.
 		return false, v.classify("list secrets engines", err)
 	}
 	if m, ok := mounts[names.Mount+"/"]; ok {
+		// The owner first: the type of another's mount is none of this
+		// SecretsManagement's business.
+		if err := mountClaim(names.Mount, m.Description, in.Namespace, in.Name); err != nil {
+			return false, err
+		}
 		if m.Type != "kv" || (m.Options["version"] != "2") {
 			return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("Vault mount %s exists as %s (version %q), not kv version 2: remove or rename it", names.Mount, m.Type, m.Options["version"]), ErrTypeVaultConflict, nil)
+		}
+		if want := secrets.MountDescription(in.Namespace, in.Name, in.UID); in.UID != "" && m.Description != want {
+			// The same SecretsManagement re-created: record its uid.
+			if err := c.Sys().TuneMountAllowNilWithContext(ctx, names.Mount, vault.TuneMountConfigInput{Description: &want}); err != nil {
+				return false, v.classify("record the owner on mount "+names.Mount, err)
+			}
 		}
 		return false, nil
 	}
 	err = c.Sys().MountWithContext(ctx, names.Mount, &vault.MountInput{
 		Type: "kv", Options: map[string]string{"version": "2"},
-		Description: fmt.Sprintf("ODA SecretsManagement for %s:%s", in.Namespace, in.Name),
+		Description: secrets.MountDescription(in.Namespace, in.Name, in.UID),
 	})
-	if err != nil && !strings.Contains(err.Error(), "path is already in use") {
+	if err != nil && strings.Contains(err.Error(), "path is already in use") {
+		// Mounted meanwhile: by another run of this store, or not.
+		mounts, lerr := c.Sys().ListMountsWithContext(ctx)
+		if lerr != nil {
+			return false, v.classify("list secrets engines", lerr)
+		}
+		m, ok := mounts[names.Mount+"/"]
+		if !ok {
+			return false, v.classify("enable kv-v2 at "+names.Mount, err)
+		}
+		return false, mountClaim(names.Mount, m.Description, in.Namespace, in.Name)
+	}
+	if err != nil {
 		return false, v.classify("enable kv-v2 at "+names.Mount, err)
 	}
-	return err == nil, nil
+	return true, nil
+}
+
+// mountClaim refuses a mount whose description records another
+// SecretsManagement, or none: its policy and login role (same CIID) are
+// then that owner's too, and none of the three is written or deleted.
+func mountClaim(mount, description, namespace, name string) error {
+	me := oda.OwnerRecord{Namespace: namespace, Name: name}
+	var recorded *oda.OwnerRecord
+	if ns, n, uid, ok := secrets.MountOwner(description); ok {
+		recorded = &oda.OwnerRecord{Namespace: ns, Name: n, UID: uid}
+	}
+	claim := oda.ClaimOf(recorded, me, false)
+	if claim == oda.ClaimOwned {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(oda.Refusal("Vault mount "+mount, claim, recorded, me), ErrTypeVaultOwnedElsewhere, nil)
 }
 
 // ensureAuth enables the sidecars' kubernetes auth method if absent and
@@ -497,6 +545,21 @@ func (v *Vault) DeleteStore(ctx context.Context, in DeleteStoreInput) (StoreResu
 	if err != nil {
 		return res, err
 	}
+	mounts, err := c.Sys().ListMountsWithContext(ctx)
+	if err != nil {
+		return res, v.classify("list secrets engines", err)
+	}
+	m, mounted := mounts[names.Mount+"/"]
+	if mounted {
+		if err := mountClaim(names.Mount, m.Description, in.Namespace, in.Name); err != nil {
+			// Not this SecretsManagement's store: nothing of it is
+			// touched, and the deletion goes ahead.
+			res.Kept = messageOfErr(err)
+			res.Requests = int(n.Load())
+			v.log.Warn("left a Vault store that is not this SecretsManagement's", "secretsManagement", in.Namespace+"/"+in.Name, "mount", names.Mount)
+			return res, nil
+		}
+	}
 	_, err = c.Logical().DeleteWithContext(ctx, "auth/"+v.cfg.AuthPath+"/role/"+names.Role)
 	if err != nil && !gone(err) {
 		return res, v.classify("delete login role "+names.Role, err)
@@ -504,15 +567,9 @@ func (v *Vault) DeleteStore(ctx context.Context, in DeleteStoreInput) (StoreResu
 	if err := c.Sys().DeletePolicyWithContext(ctx, names.Policy); err != nil && !gone(err) {
 		return res, v.classify("delete policy "+names.Policy, err)
 	}
-	if !in.KeepData {
-		mounts, err := c.Sys().ListMountsWithContext(ctx)
-		if err != nil {
-			return res, v.classify("list secrets engines", err)
-		}
-		if _, ok := mounts[names.Mount+"/"]; ok {
-			if err := c.Sys().UnmountWithContext(ctx, names.Mount); err != nil && !gone(err) {
-				return res, v.classify("disable the kv mount "+names.Mount, err)
-			}
+	if !in.KeepData && mounted {
+		if err := c.Sys().UnmountWithContext(ctx, names.Mount); err != nil && !gone(err) {
+			return res, v.classify("disable the kv mount "+names.Mount, err)
 		}
 	}
 	res.Requests = int(n.Load())

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -83,15 +84,15 @@ func TestConfigureStoreRequests(t *testing.T) {
 	}
 	want := []string{
 		"GET /v1/sys/mounts",
-		"POST /v1/sys/mounts/kv-sman-components-demo-a",
-		"PUT /v1/sys/policies/acl/sman-components-demo-a-policy",
+		"POST /v1/sys/mounts/kv-sman-components.demo-a",
+		"PUT /v1/sys/policies/acl/sman-components.demo-a-policy",
 		"GET /v1/sys/auth",
 		"POST /v1/sys/auth/kubernetes-sman",
 		"PUT /v1/auth/kubernetes-sman/config",
-		"PUT /v1/auth/kubernetes-sman/role/sman-components-demo-a-role",
-		"GET /v1/kv-sman-components-demo-a/config", // upgrading
-		"GET /v1/kv-sman-components-demo-a/config", // upgrading
-		"GET /v1/kv-sman-components-demo-a/config",
+		"PUT /v1/auth/kubernetes-sman/role/sman-components.demo-a-role",
+		"GET /v1/kv-sman-components.demo-a/config", // upgrading
+		"GET /v1/kv-sman-components.demo-a/config", // upgrading
+		"GET /v1/kv-sman-components.demo-a/config",
 	}
 	if strings.Join(f.requests, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("requests:\n%s\nwant:\n%s", strings.Join(f.requests, "\n"), strings.Join(want, "\n"))
@@ -191,5 +192,67 @@ func TestDisabledVault(t *testing.T) {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrTypeVaultNotConfigured || !appErr.NonRetryable() {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// A mount under the store's name that records another SecretsManagement,
+// or no owner at all (made by hand, or by someone else), is neither
+// configured nor deleted: ConfigureStore is refused with the reason, and
+// DeleteStore leaves mount, policy and role alone.
+func TestStoreOfAnotherOwnerIsLeftAlone(t *testing.T) {
+	for _, description := range []string{
+		secrets.MountDescription("team-b", "billing", "uid-b"),
+		"made by an administrator",
+	} {
+		mounts := fmt.Sprintf(`{"data":{"kv-sman-team-a.billing/":{"type":"kv","description":%q,"options":{"version":"2"}}}}`, description)
+		f := &fakeVault{fail: func(r *http.Request) (int, string) {
+			if r.Method == http.MethodGet && r.URL.Path == "/v1/sys/mounts" {
+				return http.StatusOK, mounts
+			}
+			return 0, ""
+		}}
+		v := newFakeVault(t, f)
+		_, err := v.ConfigureStore(context.Background(), StoreInput{Namespace: "team-a", Name: "billing", UID: "uid-a", Spec: secrets.Spec{Type: secrets.TypeSideCar}})
+		assertAppError(t, err, ErrTypeVaultOwnedElsewhere, true)
+		if !strings.Contains(err.Error(), "kv-sman-team-a.billing") {
+			t.Errorf("refusal does not name the mount: %v", err)
+		}
+		res, err := v.DeleteStore(context.Background(), DeleteStoreInput{Namespace: "team-a", Name: "billing"})
+		if err != nil || res.Kept == "" {
+			t.Fatalf("delete: %+v %v", res, err)
+		}
+		for _, r := range f.requests {
+			if !strings.HasPrefix(r, "GET ") {
+				t.Errorf("%q: wrote to Vault: %s", description, r)
+			}
+		}
+	}
+	// The owner's own mount, from an earlier lifecycle: the new uid is
+	// recorded and the store configured.
+	mounts := fmt.Sprintf(`{"data":{"kv-sman-team-a.billing/":{"type":"kv","description":%q,"options":{"version":"2"}}}}`, secrets.MountDescription("team-a", "billing", "uid-old"))
+	f := &fakeVault{fail: func(r *http.Request) (int, string) {
+		if r.Method == http.MethodGet && r.URL.Path == "/v1/sys/mounts" {
+			return http.StatusOK, mounts
+		}
+		return 0, ""
+	}}
+	v := newFakeVault(t, f)
+	if _, err := v.ConfigureStore(context.Background(), StoreInput{Namespace: "team-a", Name: "billing", UID: "uid-a", Spec: secrets.Spec{Type: secrets.TypeSideCar}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(f.requests, " "), "POST /v1/sys/mounts/kv-sman-team-a.billing/tune") {
+		t.Errorf("the new uid was not recorded: %v", f.requests)
+	}
+}
+
+func TestMountOwnerRoundTrip(t *testing.T) {
+	ns, name, uid, ok := secrets.MountOwner(secrets.MountDescription("team-a", "x.billing", "u-1"))
+	if !ok || ns != "team-a" || name != "x.billing" || uid != "u-1" {
+		t.Errorf("MountOwner = %q %q %q %v", ns, name, uid, ok)
+	}
+	for _, d := range []string{"", "ODA SecretsManagement for team-a:x", secrets.MountOwnerPrefix + "team-a", secrets.MountOwnerPrefix + "/x uid 1"} {
+		if _, _, _, ok := secrets.MountOwner(d); ok {
+			t.Errorf("MountOwner(%q) found an owner", d)
+		}
 	}
 }

@@ -6,8 +6,13 @@ package identity
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/odaflow/odaflow/oda"
 )
 
 // Provider is the status value `status.identityConfig.identityProvider`.
@@ -26,6 +31,72 @@ const ManagedAttribute = "odaflow.oda.tmforum.org/managed"
 
 // ManagedValue is the value of ManagedAttribute on static roles.
 const ManagedValue = "static"
+
+// Owner attributes on a Keycloak client: the IdentityConfig it was created
+// for. Keycloak keeps client attributes as given, so they are the client's
+// own record of its owner (see oda.OwnerRecord); a client without them is never
+// taken over, rotated or deleted unless adopted explicitly.
+const (
+	OwnerNamespaceAttribute = "odaflow.oda.tmforum.org/owner-namespace"
+	OwnerNameAttribute      = "odaflow.oda.tmforum.org/owner-name"
+	OwnerUIDAttribute       = "odaflow.oda.tmforum.org/owner-uid"
+)
+
+// OwnerAttributes are the attributes that record o on a client.
+func OwnerAttributes(o oda.OwnerRecord) map[string]string {
+	return map[string]string{OwnerNamespaceAttribute: o.Namespace, OwnerNameAttribute: o.Name, OwnerUIDAttribute: o.UID}
+}
+
+// OwnerOf reads the owner a client's attributes record; nil when there is
+// none (a client created outside odaflow, or by the Python Canvas).
+func OwnerOf(attributes map[string]string) *oda.OwnerRecord {
+	ns, name := attributes[OwnerNamespaceAttribute], attributes[OwnerNameAttribute]
+	if ns == "" || name == "" {
+		return nil
+	}
+	return &oda.OwnerRecord{Namespace: ns, Name: name, UID: attributes[OwnerUIDAttribute]}
+}
+
+// ReservedClients are client ids no IdentityConfig may have: the Canvas's
+// own client, whose service account holds manage-clients, and the clients
+// Keycloak creates in every realm. An IdentityConfig with one of these names
+// would otherwise be handed that client's secret.
+var ReservedClients = []string{CanvasSystemClient, "account", "account-console", "admin-cli", "broker", "realm-management", "security-admin-console"}
+
+// Reserved reports whether name is a reserved client id. Keycloak compares
+// client ids exactly, but the refusal ignores case so a look-alike is
+// refused too.
+func Reserved(name string) bool {
+	for _, r := range ReservedClients {
+		if strings.EqualFold(r, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// pathSegment is what a hub path segment may hold: the unreserved URL
+// characters. Nothing that ends the path (?, #), names another host (@, :)
+// or needs escaping gets into the hub URL the worker calls.
+var pathSegment = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+
+// validAPIPath checks a partyRoleAPI/permissionSpecificationSetAPI path;
+// leading and trailing slashes are optional (HubURL adds one).
+func validAPIPath(p string) error {
+	trimmed := strings.Trim(p, "/")
+	if trimmed == "" {
+		return nil
+	}
+	for _, seg := range strings.Split(trimmed, "/") {
+		if seg == "" {
+			return fmt.Errorf("must not contain an empty segment, got %q", p)
+		}
+		if seg == "." || seg == ".." || !pathSegment.MatchString(seg) {
+			return fmt.Errorf("segments may hold only letters, digits and . _ ~ - (and not be . or ..), got %q", p)
+		}
+	}
+	return nil
+}
 
 // SecretName is the credentials Secret of an IdentityConfig (§2.4, CRED
 // step 3).
@@ -69,6 +140,9 @@ func FromSpec(name string, spec map[string]any) (Desired, error) {
 	d := Desired{ClientID: name}
 	if name == "" {
 		bad("metadata.name is required")
+	}
+	if Reserved(name) {
+		bad("metadata.name %q is a reserved Keycloak client (%s): an IdentityConfig cannot take it", name, strings.Join(ReservedClients, ", "))
 	}
 	role, ok := spec["canvasSystemRole"].(string)
 	switch {
@@ -131,11 +205,18 @@ func FromSpec(name string, spec map[string]any) (Desired, error) {
 		ref := &APIRef{}
 		ref.Implementation, _ = obj["implementation"].(string)
 		ref.Path, _ = obj["path"].(string)
+		// The hub URL is built from these; they must name a Service in
+		// the IdentityConfig's namespace and a path on it, nothing else,
+		// or the worker would call any host its network reaches.
 		if ref.Implementation == "" {
 			bad("spec.%s.implementation is required", f.key)
+		} else if errs := validation.IsDNS1123Label(ref.Implementation); len(errs) > 0 {
+			bad("spec.%s.implementation must be the name of a Service in the namespace: %s", f.key, strings.Join(errs, "; "))
 		}
 		if ref.Path == "" {
 			bad("spec.%s.path is required", f.key)
+		} else if err := validAPIPath(ref.Path); err != nil {
+			bad("spec.%s.path %v", f.key, err)
 		}
 		port, ok := asInt(obj["port"])
 		if !ok || port <= 0 || port > 65535 {

@@ -190,3 +190,36 @@ func TestNamesAndRotation(t *testing.T) {
 		}
 	}
 }
+
+// The hub URL is built from implementation and path: they must name a
+// Service in the IdentityConfig's namespace and a path on it, so that the
+// worker calls nothing else (a metadata endpoint, another host, another
+// namespace).
+func TestFromSpecRefusesHubsOutsideTheNamespace(t *testing.T) {
+	for _, tc := range []struct{ impl, path string }{
+		{"169.254.169.254/latest/meta-data?", "/x"},
+		{"evil.example.com#", "/x"},
+		{"user@169.254.169.254", "/x"},
+		{"svc.other-namespace", "/x"},
+		{"svc:9999", "/x"},
+		{"Svc", "/x"},
+		{"svc", "/x?y=1"},
+		{"svc", "/x#frag"},
+		{"svc", "/../../admin"},
+		{"svc", "/a//b"},
+		{"svc", "/a/@169.254.169.254"},
+		{"svc", "/a b"},
+		{"svc", "/%2e%2e/admin"},
+	} {
+		spec := map[string]any{"canvasSystemRole": "Admin", "partyRoleAPI": map[string]any{"implementation": tc.impl, "path": tc.path, "port": 8080}}
+		if _, err := FromSpec("pc", spec); err == nil {
+			t.Errorf("implementation %q path %q accepted", tc.impl, tc.path)
+		}
+	}
+	for _, p := range []string{"/ctk-productcatalogmanagement/tmf-api/partyRoleManagement/v4", "api/v4", "/", "/v5/"} {
+		spec := map[string]any{"canvasSystemRole": "Admin", "partyRoleAPI": map[string]any{"implementation": "ctk-partyroleapi", "path": p, "port": 8080}}
+		if _, err := FromSpec("pc", spec); err != nil {
+			t.Errorf("path %q refused: %v", p, err)
+		}
+	}
+}

@@ -44,9 +44,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"golang.org/x/time/rate"
 
 	"github.com/odaflow/odaflow/identity"
 	"github.com/odaflow/odaflow/oda"
@@ -112,6 +114,63 @@ type Handler struct {
 	// SignalTimeout bounds the signal call, so the hub gets its answer
 	// quickly (a 503 it will retry) when Temporal is slow.
 	SignalTimeout time.Duration
+
+	mu     sync.Mutex
+	guards map[string]*guard
+}
+
+// Per IdentityConfig, after its token is verified: at most EventBurst
+// events at once, refilled at EventsPerSecond, so one component's hub (or
+// whoever holds its token) cannot flood its workflow or Temporal for the
+// others; and the last RecentEvents event ids, so a hub's redelivery of an
+// event already recorded is acknowledged without a second signal.
+const (
+	EventsPerSecond = 10
+	EventBurst      = 50
+	RecentEvents    = 256
+)
+
+// guard is one IdentityConfig's rate limit and recent event ids. Guards
+// exist only for authenticated paths, so their number is bounded by the
+// IdentityConfigs, not by what callers send.
+type guard struct {
+	limiter *rate.Limiter
+	ids     map[string]bool
+	order   []string
+}
+
+func (h *Handler) guard(key string) *guard {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	g := h.guards[key]
+	if g == nil {
+		g = &guard{limiter: rate.NewLimiter(EventsPerSecond, EventBurst), ids: map[string]bool{}}
+		h.guards[key] = g
+	}
+	return g
+}
+
+func (h *Handler) seen(g *guard, id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return id != "" && g.ids[id]
+}
+
+func (h *Handler) remember(g *guard, id string) {
+	if id == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if g.ids[id] {
+		return
+	}
+	g.ids[id] = true
+	g.order = append(g.order, id)
+	if len(g.order) > RecentEvents {
+		delete(g.ids, g.order[0])
+		g.order = g.order[1:]
+	}
 }
 
 // Route is the pattern the handler serves.
@@ -125,7 +184,7 @@ func New(sig Signaller, keys Keys, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{signal: sig, keys: keys, log: log, mux: http.NewServeMux(), SignalTimeout: 5 * time.Second}
+	h := &Handler{signal: sig, keys: keys, log: log, mux: http.NewServeMux(), SignalTimeout: 5 * time.Second, guards: map[string]*guard{}}
 	h.mux.HandleFunc(Route, h.event)
 	return h
 }
@@ -171,6 +230,18 @@ func (h *Handler) event(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	g := h.guard(ns + "/" + name)
+	if h.seen(g, ev.EventID) {
+		log.Debug("listener event already recorded")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if !g.limiter.Allow() {
+		log.Warn("listener events arrive faster than allowed; answering 429")
+		w.Header().Set("Retry-After", "1")
+		reply(w, http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf("at most %d events a second per IdentityConfig", EventsPerSecond))
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), h.SignalTimeout)
 	defer cancel()
 	err = h.signal.SignalWorkflow(ctx, oda.WorkflowID(oda.KindIdentityConfig.Name, ns, name), "", identity.SignalRoleEvent, ev)
@@ -186,6 +257,7 @@ func (h *Handler) event(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "10")
 		reply(w, http.StatusServiceUnavailable, "Unavailable", "the event could not be recorded; retry later")
 	default:
+		h.remember(g, ev.EventID)
 		log.Info("listener event recorded", "action", string(ev.Action))
 		w.WriteHeader(http.StatusCreated)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -181,5 +182,37 @@ func TestIdentityListenerKeyFile(t *testing.T) {
 	}
 	if _, err := KeyFile(filepath.Join(dir, "missing"))(); err == nil {
 		t.Error("a missing file gave keys")
+	}
+}
+
+// A hub's redelivery of a recorded event is acknowledged without a second
+// signal; a flood from one IdentityConfig's path is cut at the burst with
+// 429, and another IdentityConfig's events still pass.
+func TestIdentityListenerDeduplicatesAndLimits(t *testing.T) {
+	sig := &fakeSignaller{}
+	h := New(sig, func() ([][]byte, error) { return [][]byte{key}, nil }, nil)
+	post := func(name, body string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/listener/comp/"+name+"?token="+identity.ListenerToken(key, "comp", name), strings.NewReader(body)))
+		return rec.Code
+	}
+	if c := post("dyn-pc", created); c != http.StatusCreated {
+		t.Fatalf("first delivery: %d", c)
+	}
+	if c := post("dyn-pc", created); c != http.StatusOK || len(sig.sent) != 1 {
+		t.Fatalf("redelivery: %d, %d signals", c, len(sig.sent))
+	}
+	withID := func(i int) string { return strings.Replace(created, `"e1"`, fmt.Sprintf(`"flood-%d"`, i), 1) }
+	limited := 0
+	for i := 0; i < EventBurst+20; i++ {
+		if post("flood", withID(i)) == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited == 0 || len(sig.sent) > 1+EventBurst+5 {
+		t.Errorf("%d refused, %d signals: the flood was not limited", limited, len(sig.sent))
+	}
+	if c := post("dyn-pc", withID(9999)); c != http.StatusCreated {
+		t.Errorf("another IdentityConfig's event during the flood: %d", c)
 	}
 }

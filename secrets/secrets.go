@@ -44,18 +44,26 @@ const BasePath = "sidecar"
 
 // Names are the Vault objects of one SecretsManagement.
 type Names struct {
-	// CIID is `<namespace>-<name>`, the Canvas's component instance id.
+	// CIID is `<namespace>.<name>`, the component instance id.
 	CIID   string `json:"ciid"`
 	Mount  string `json:"mount"`
 	Policy string `json:"policy"`
 	Role   string `json:"role"`
 }
 
+// CIIDSeparator joins namespace and name in the CIID. The Canvas joined
+// them with "-", so `team`/`x-billing` and `team-x`/`billing` shared one
+// mount, policy and role. A namespace is a DNS-1123 label and cannot hold
+// a ".", so the first "." of a CIID always ends the namespace: no two
+// SecretsManagements share a CIID (docs/tenancy.md).
+const CIIDSeparator = "."
+
 // NamesFor returns the Vault names of SecretsManagement namespace/name with
-// the Canvas umbrella chart's templates: mount `kv-sman-{0}`, policy
-// `sman-{0}-policy`, role `sman-{0}-role`, {0} being the CIID.
+// the Canvas umbrella chart's templates, mount `kv-sman-{0}`, policy
+// `sman-{0}-policy`, role `sman-{0}-role`, {0} being the CIID
+// `<namespace>.<name>`.
 func NamesFor(namespace, name string) Names {
-	ciid := namespace + "-" + name
+	ciid := namespace + CIIDSeparator + name
 	return Names{
 		CIID:   ciid,
 		Mount:  "kv-sman-" + ciid,
@@ -66,9 +74,11 @@ func NamesFor(namespace, name string) Names {
 
 // Selector is spec.podSelector: shell-style globs (Python fnmatch, as the
 // Canvas matches them) on the pod's name, namespace and service account.
-// An empty field selects everything: the CRD does not require the fields,
-// and "no constraint" is the only reading that does not silently select
-// nothing.
+// An empty name or namespace selects everything: the CRD does not require
+// the fields, and "no constraint" is the only reading that does not
+// silently select nothing. An empty service account means the namespace's
+// `default` one (DefaultServiceAccount), because Vault binds its login role
+// to it: "any" would let every workload in the namespace read the secrets.
 type Selector struct {
 	Namespace      string `json:"namespace,omitempty"`
 	Name           string `json:"name,omitempty"`
@@ -172,11 +182,22 @@ func (p PodInfo) podName() string {
 	return p.GenerateName
 }
 
+// DefaultServiceAccount is the service account of a pod that names none,
+// and what an empty spec.podSelector.serviceaccount selects.
+const DefaultServiceAccount = "default"
+
 func (p PodInfo) serviceAccount() string {
 	if p.ServiceAccount == "" {
-		return "default"
+		return DefaultServiceAccount
 	}
 	return p.ServiceAccount
+}
+
+func (s Selector) serviceAccount() string {
+	if s.ServiceAccount == "" {
+		return DefaultServiceAccount
+	}
+	return s.ServiceAccount
 }
 
 // WantsSidecar reports whether the pod asks for the secrets sidecar.
@@ -202,8 +223,8 @@ func (s Selector) Matches(p PodInfo) (bool, string) {
 		return false, fmt.Sprintf("namespace %q does not match %q", p.Namespace, s.Namespace)
 	case !Glob(s.Name, p.podName()):
 		return false, fmt.Sprintf("pod name %q does not match %q", p.podName(), s.Name)
-	case !Glob(s.ServiceAccount, p.serviceAccount()):
-		return false, fmt.Sprintf("service account %q does not match %q", p.serviceAccount(), s.ServiceAccount)
+	case !Glob(s.serviceAccount(), p.serviceAccount()):
+		return false, fmt.Sprintf("service account %q does not match %q", p.serviceAccount(), s.serviceAccount())
 	}
 	return true, ""
 }
@@ -261,10 +282,7 @@ type RoleInput struct {
 // token names no pod unless it is pod-bound); the webhook applies it, so
 // only selected pods get a sidecar that logs in.
 func RoleBody(n Names, s Spec, in RoleInput) map[string]any {
-	sa := s.PodSelector.ServiceAccount
-	if sa == "" {
-		sa = "*"
-	}
+	sa := s.PodSelector.serviceAccount()
 	ttl := in.TTLSeconds
 	if ttl == 0 {
 		ttl = 3600
@@ -304,6 +322,32 @@ func SortedNames(m map[string]bool) []string {
 // mount (the secrets) when it is deleted; only the access (role, policy)
 // is removed.
 const AnnotationKeepData = "odaflow.oda.tmforum.org/keep-secrets"
+
+// MountOwnerPrefix starts the description odaflow gives a kv mount: the
+// mount's record of the SecretsManagement it belongs to. Vault mounts have
+// no other free-form field, and only a Vault administrator can change a
+// description (sys/mounts/<path>/tune).
+const MountOwnerPrefix = "odaflow: ODA SecretsManagement "
+
+// MountDescription is the description that records owner on a mount.
+func MountDescription(namespace, name, uid string) string {
+	return MountOwnerPrefix + namespace + "/" + name + " uid " + uid
+}
+
+// MountOwner reads the owner a mount's description records: namespace,
+// name and uid, ok false when the description records none.
+func MountOwner(description string) (namespace, name, uid string, ok bool) {
+	rest, found := strings.CutPrefix(description, MountOwnerPrefix)
+	if !found {
+		return "", "", "", false
+	}
+	ref, uid, _ := strings.Cut(rest, " uid ")
+	namespace, name, found = strings.Cut(ref, "/")
+	if !found || namespace == "" || name == "" {
+		return "", "", "", false
+	}
+	return namespace, name, uid, true
+}
 
 // OperatorPolicyHCL is the least Vault policy odaflow's own token needs
 // (rather than a root token, which the Canvas used): manage the kv-sman-*

@@ -13,10 +13,10 @@ import (
 func TestNamesFor(t *testing.T) {
 	got := NamesFor("components", "ctk-productcatalogmanagement")
 	want := Names{
-		CIID:   "components-ctk-productcatalogmanagement",
-		Mount:  "kv-sman-components-ctk-productcatalogmanagement",
-		Policy: "sman-components-ctk-productcatalogmanagement-policy",
-		Role:   "sman-components-ctk-productcatalogmanagement-role",
+		CIID:   "components.ctk-productcatalogmanagement",
+		Mount:  "kv-sman-components.ctk-productcatalogmanagement",
+		Policy: "sman-components.ctk-productcatalogmanagement-policy",
+		Role:   "sman-components.ctk-productcatalogmanagement-role",
 	}
 	if got != want {
 		t.Fatalf("NamesFor = %+v, want %+v", got, want)
@@ -146,9 +146,9 @@ func TestPolicyAndRole(t *testing.T) {
 	n := NamesFor("components", "demo-a")
 	hcl := PolicyHCL(n)
 	for _, want := range []string{
-		`path "kv-sman-components-demo-a/data/sidecar/*"`,
+		`path "kv-sman-components.demo-a/data/sidecar/*"`,
 		`capabilities = ["create", "read", "update", "delete", "patch"]`,
-		`path "kv-sman-components-demo-a/metadata/sidecar/*"`,
+		`path "kv-sman-components.demo-a/metadata/sidecar/*"`,
 	} {
 		if !strings.Contains(hcl, want) {
 			t.Errorf("policy lacks %s:\n%s", want, hcl)
@@ -168,7 +168,7 @@ func TestPolicyAndRole(t *testing.T) {
 		wantPols string
 	}{
 		{"selector service account", Selector{ServiceAccount: "demo-a-*"}, RoleInput{Namespace: "components"}, "demo-a-*", false, 3600, "components", n.Policy},
-		{"no service account: any in the namespace", Selector{Namespace: "*"}, RoleInput{Namespace: "components", Audience: "vault", TTLSeconds: 600}, "*", true, 600, "components", n.Policy},
+		{"no service account: the default one, never any", Selector{Namespace: "*"}, RoleInput{Namespace: "components", Audience: "vault", TTLSeconds: 600}, "default", true, 600, "components", n.Policy},
 	} {
 		body := RoleBody(n, Spec{PodSelector: tc.sel}, tc.in)
 		if got := body["bound_service_account_names"].([]string); len(got) != 1 || got[0] != tc.wantSA {
@@ -252,12 +252,12 @@ func TestSidecarPatchExamplePod(t *testing.T) {
 		env[e.Name] = e.Value
 	}
 	wantEnv := map[string]string{
-		"SECRETSMANAGEMENT_NAME": "components-demo-a-productcatalogmanagement",
+		"SECRETSMANAGEMENT_NAME": "components.demo-a-productcatalogmanagement",
 		"VAULT_ADDR":             "https://vault.canvas-vault:8200",
 		"VAULT_SKIP_VERIFY":      "false",
 		"AUTH_PATH":              "kubernetes-sman",
-		"LOGIN_ROLE":             "sman-components-demo-a-productcatalogmanagement-role",
-		"SCRETS_MOUNT":           "kv-sman-components-demo-a-productcatalogmanagement",
+		"LOGIN_ROLE":             "sman-components.demo-a-productcatalogmanagement-role",
+		"SCRETS_MOUNT":           "kv-sman-components.demo-a-productcatalogmanagement",
 		"SCRETS_BASE_PATH":       "sidecar",
 	}
 	if len(env) != len(wantEnv) {
@@ -343,5 +343,20 @@ func TestOperatorPolicy(t *testing.T) {
 	// It grants nothing on secret data.
 	if strings.Contains(p, "/data/") || strings.Contains(p, `path "kv-sman-*"`) {
 		t.Errorf("operator policy reaches secrets:\n%s", p)
+	}
+}
+
+// The Canvas's "-" join gave `team`/`x-billing` and `team-x`/`billing` one
+// mount, policy and role; no namespace holds a ".", so these cannot meet.
+func TestNamesNeverCollideAcrossNamespaces(t *testing.T) {
+	pairs := [][2][2]string{
+		{{"odacompns-team", "x-billing"}, {"odacompns-team-x", "billing"}},
+		{{"team", "x"}, {"team", "x-"}},
+	}
+	for _, p := range pairs {
+		n1, n2 := NamesFor(p[0][0], p[0][1]), NamesFor(p[1][0], p[1][1])
+		if n1.Mount == n2.Mount || n1.Policy == n2.Policy || n1.Role == n2.Role {
+			t.Errorf("%v and %v share Vault names: %+v", p[0], p[1], n1)
+		}
 	}
 }

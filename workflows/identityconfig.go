@@ -241,7 +241,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 			}
 			var id *activities.Identity
 			return identityCall(ctx, keycloakOptions("delete Keycloak client "+x.name), id.DeleteIdentity,
-				activities.DeleteIdentityInput{Ref: x.ref(), ClientID: x.name}).Get(ctx, nil)
+				activities.DeleteIdentityInput{Ref: x.ref(), ClientID: x.name, UID: r.st.UID, Adopt: oda.AdoptRequested(r.st.Annotations, r.st.Finalizers)}).Get(ctx, nil)
 		})
 		return
 	}
@@ -265,7 +265,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	var id *activities.Identity
 	var res activities.EnsureIdentityResult
 	err = identityCall(ctx, keycloakOptions(summary), id.EnsureIdentity, activities.EnsureIdentityInput{
-		Ref: x.ref(), Desired: d, PreviousRoles: x.st.Roles,
+		Ref: x.ref(), Desired: d, PreviousRoles: x.st.Roles, UID: r.st.UID, Adopt: oda.AdoptRequested(r.st.Annotations, r.st.Finalizers),
 	}).Get(ctx, &res)
 	if err != nil {
 		x.fail(ctx, r, keycloakFailure("could not set up the Keycloak client", err))
@@ -275,7 +275,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	rotate := r.st.Annotations[oda.AnnotationRotateCredentials]
 	var creds activities.EnsureCredentialsResult
 	err = identityCall(ctx, keycloakOptions("credentials Secret "+identity.SecretName(x.name)), id.EnsureCredentials, activities.EnsureCredentialsInput{
-		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate, Fresh: fresh,
+		Ref: x.ref(), UID: r.st.UID, ClientID: d.ClientID, Rotate: rotate, Fresh: fresh, Adopt: oda.AdoptRequested(r.st.Annotations, r.st.Finalizers),
 	}).Get(ctx, &creds)
 	if err != nil {
 		x.fail(ctx, r, keycloakFailure("could not write the credentials Secret", err))
@@ -350,7 +350,7 @@ func keycloakFailure(what string, err error) *oda.Failure {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
-		case activities.ErrTypeKeycloakUnauthorized, activities.ErrTypeKeycloakMisconfigured, activities.ErrTypeKeycloakRejected:
+		case activities.ErrTypeKeycloakUnauthorized, activities.ErrTypeKeycloakMisconfigured, activities.ErrTypeKeycloakRejected, activities.ErrTypeOwnedElsewhere:
 			reason = appErr.Type()
 		case ErrTypeInvalid:
 			reason = "SecretRejected"

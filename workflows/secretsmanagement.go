@@ -183,7 +183,7 @@ func (s *secretsManagement) reconcile(ctx workflow.Context, r *resourceLoop) {
 		var res activities.StoreResult
 		var v *activities.Vault
 		err := workflow.ExecuteActivity(vaultOptions(ctx, "configure the Vault store"), v.ConfigureStore,
-			activities.StoreInput{Namespace: s.ns, Name: s.name, Spec: spec}).Get(ctx, &res)
+			activities.StoreInput{Namespace: s.ns, Name: s.name, Spec: spec, UID: r.st.UID}).Get(ctx, &res)
 		if err != nil {
 			s.fail(ctx, r, vaultReason(err), "could not configure Vault: "+vaultMessage(err))
 			return
@@ -301,6 +301,8 @@ func vaultReason(err error) string {
 			return "VaultCredentials"
 		case activities.ErrTypeVaultNotConfigured:
 			return "VaultNotConfigured"
+		case activities.ErrTypeVaultOwnedElsewhere:
+			return oda.ReasonOwnedElsewhere
 		}
 	}
 	return "VaultUnavailable"
@@ -323,7 +325,7 @@ func vaultOptions(ctx workflow.Context, summary string) workflow.Context {
 			MaximumAttempts:    4,
 			NonRetryableErrorTypes: []string{
 				activities.ErrTypeVaultForbidden, activities.ErrTypeVaultRejected, activities.ErrTypeVaultConflict,
-				activities.ErrTypeVaultNotConfigured,
+				activities.ErrTypeVaultNotConfigured, activities.ErrTypeVaultOwnedElsewhere,
 			},
 		},
 	})

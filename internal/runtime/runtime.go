@@ -319,7 +319,7 @@ func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, healt
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Addr: c.HTTPAddress, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newHTTPServer(c.HTTPAddress, mux)
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			ln, err := net.Listen("tcp", c.HTTPAddress)
@@ -336,6 +336,26 @@ func ServeHTTP(lc fx.Lifecycle, c config.Common, reg *prometheus.Registry, healt
 		},
 		OnStop: func(ctx context.Context) error { return srv.Shutdown(ctx) },
 	})
+}
+
+// MaxHeaderBytes bounds a request's headers on odaflow's HTTP port. It
+// serves the identity listener, which hubs in every tenant's namespace can
+// reach: a client must not hold the worker's memory or connections with
+// oversized or endless requests.
+const MaxHeaderBytes = 16 << 10
+
+func newHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		// Bodies are small (listener events are capped at
+		// listener.MaxBody); a slow one is a held connection.
+		ReadTimeout:    15 * time.Second,
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    90 * time.Second,
+		MaxHeaderBytes: MaxHeaderBytes,
+	}
 }
 
 // Module provides the shared constructors.

@@ -333,7 +333,7 @@ func TestRBAC(t *testing.T) {
 		cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:canvas:odaflow-worker", Groups: []string{"system:serviceaccounts", "system:authenticated"}}
 		w := kubernetes.NewForConfigOrDie(cfg)
 		ctx := context.Background()
-		body := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"idc-secret","namespace":"components"},"type":"Opaque","stringData":{"client_id":"idc"}}`)
+		body := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"idc-secret","namespace":"components","labels":{"app.kubernetes.io/managed-by":"odaflow"}},"type":"Opaque","stringData":{"client_id":"idc"}}`)
 		if _, err := w.CoreV1().Secrets("components").Patch(ctx, "idc-secret", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "odaflow", Force: ptr(true)}); err != nil {
 			t.Fatalf("worker applies a new credentials Secret: %v", err)
 		}
@@ -348,5 +348,55 @@ func TestRBAC(t *testing.T) {
 		if _, err := w.CoreV1().Events("components").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("worker records an Event: %v", err)
 		}
+
+		// The cluster scope's ClusterRole allows these; the admission
+		// policy (rbac.admissionPolicy) refuses them. A new policy takes
+		// effect within seconds, so the first refusal is waited for.
+		denied := func(what string, call func() error) {
+			t.Helper()
+			var err error
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+				if err = call(); apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+					if !strings.Contains(err.Error(), "odaflow writes only") {
+						t.Errorf("%s: refused, but not by odaflow's policy: %v", what, err)
+					}
+					return
+				}
+			}
+			t.Errorf("%s: allowed (err %v), want the admission policy's refusal", what, err)
+		}
+		labelled := func(ns, name string) *corev1.Secret {
+			return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app.kubernetes.io/managed-by": "odaflow"}}}
+		}
+		denied("a Secret in kube-system", func() error {
+			_, err := w.CoreV1().Secrets("kube-system").Create(ctx, labelled("kube-system", "odaflow-probe"), metav1.CreateOptions{})
+			return err
+		})
+		denied("a Secret in a namespace odaflow does not watch", func() error {
+			_, err := w.CoreV1().Secrets("elsewhere").Create(ctx, labelled("elsewhere", "odaflow-probe"), metav1.CreateOptions{})
+			return err
+		})
+		team := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "teams-own", Namespace: "components"}, StringData: map[string]string{"k": "v"}}
+		if _, err := c.core.CoreV1().Secrets("components").Create(ctx, team, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		denied("overwriting a Secret odaflow did not create", func() error {
+			body := []byte(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"teams-own","namespace":"components","labels":{"app.kubernetes.io/managed-by":"odaflow"}},"stringData":{"k":"taken"}}`)
+			_, err := w.CoreV1().Secrets("components").Patch(ctx, "teams-own", types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "odaflow", Force: ptr(true)})
+			return err
+		})
+		denied("deleting a Secret odaflow did not create", func() error {
+			return w.CoreV1().Secrets("components").Delete(ctx, "teams-own", metav1.DeleteOptions{})
+		})
+		// A patch of an object that exists (a missing one is a 404 before
+		// admission): the worker may patch ConfigMaps (AdoptWorkloads).
+		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "odaflow-probe", Namespace: "kube-system"}}
+		if _, err := c.core.CoreV1().ConfigMaps("kube-system").Create(ctx, probe, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		denied("a ConfigMap patch in kube-system", func() error {
+			_, err := w.CoreV1().ConfigMaps("kube-system").Patch(ctx, "odaflow-probe", types.MergePatchType, []byte(`{"metadata":{"annotations":{"x":"y"}}}`), metav1.PatchOptions{})
+			return err
+		})
 	})
 }

@@ -52,6 +52,8 @@ func TestTemplateDefault(t *testing.T) {
 		"ServiceAccount canvas/odaflow-watcher",
 		"ServiceAccount canvas/odaflow-webhook",
 		"ServiceAccount canvas/odaflow-worker",
+		"ValidatingAdmissionPolicy odaflow-worker-confinement",
+		"ValidatingAdmissionPolicyBinding odaflow-worker-confinement",
 	}
 	if got := ids(objs, true); !reflect.DeepEqual(got, want) {
 		t.Errorf("default install renders\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
@@ -206,7 +208,7 @@ func TestTemplateFull(t *testing.T) {
 	if wenv["ODAFLOW_SIDECAR_INJECTION"] != "true" || wenv["ODAFLOW_VAULT_ADDRESS"] != "https://vault.canvas-vault:8200" || wenv["ODAFLOW_SIDECAR_NAMESPACE"] != "components" {
 		t.Errorf("webhook env %v", wenv)
 	}
-	find(t, objs, "MutatingWebhookConfiguration", "odaflow-sidecar")
+	checkSidecarWebhookScope(t, find(t, objs, "MutatingWebhookConfiguration", "odaflow-sidecar"))
 	find(t, objs, "Role", "odaflow-webhook")
 	find(t, objs, "ClusterRoleBinding", "odaflow-worker-auth-delegator")
 
@@ -366,5 +368,32 @@ func TestTemplateRejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %v: error %v, want one saying %q", tc.sets, err, tc.want)
 		}
+	}
+}
+
+// checkSidecarWebhookScope: the apiserver sends the sidecar webhook only
+// pods that ask for the sidecar, and none from kube-system or the release
+// namespace, whatever namespaceSelector the values add.
+func checkSidecarWebhookScope(t *testing.T, mwc object) {
+	t.Helper()
+	hooks, _ := get(mwc, "webhooks").([]any)
+	if len(hooks) != 1 {
+		t.Fatalf("webhooks %v", hooks)
+	}
+	hook := mapOf(hooks[0])
+	if got := get(hook, "objectSelector", "matchLabels"); !reflect.DeepEqual(got, map[string]any{"oda.tmforum.org/secretsmanagement": "sidecar"}) {
+		t.Errorf("objectSelector.matchLabels = %v: the webhook sees pods that do not ask for the sidecar", got)
+	}
+	exprs, _ := get(hook, "namespaceSelector", "matchExpressions").([]any)
+	excluded := false
+	for _, e := range exprs {
+		m := mapOf(e)
+		if m["key"] == "kubernetes.io/metadata.name" && m["operator"] == "NotIn" {
+			vals, _ := m["values"].([]any)
+			excluded = slices.Contains(vals, any("kube-system")) && slices.Contains(vals, any("canvas"))
+		}
+	}
+	if !excluded {
+		t.Errorf("namespaceSelector %v does not leave out kube-system and the release namespace", get(hook, "namespaceSelector"))
 	}
 }

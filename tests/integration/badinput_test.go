@@ -356,7 +356,28 @@ func TestMalformedComponentsEachFailClearly(t *testing.T) {
 		kind, _ := oda.KindByName(u.GetKind())
 		create(t, kind, u)
 	}
-	cases += len(orphans) + 1 + len(loose)
+	// Hostile children (docs/tenancy.md): a reserved Keycloak client, hub
+	// URLs that leave the namespace, a SecretsManagement reaching into
+	// kube-system. Each is refused before any outside system is called.
+	hub := func(impl, path string) map[string]any {
+		return map[string]any{"canvasSystemRole": "Admin", "partyRoleAPI": map[string]any{"implementation": impl, "path": path, "port": int64(80)}}
+	}
+	hostile := []struct {
+		u         *unstructured.Unstructured
+		want      string
+		nothingAt string // a Secret that must not appear
+	}{
+		{child(oda.KindIdentityConfig, ns, "canvassystem", map[string]any{"canvasSystemRole": "Admin"}), "reserved Keycloak client", "canvassystem-secret"},
+		{child(oda.KindIdentityConfig, ns, "realm-management", map[string]any{"canvasSystemRole": "Admin"}), "reserved Keycloak client", "realm-management-secret"},
+		{child(oda.KindIdentityConfig, ns, "hostile-metadata", hub("169.254.169.254/latest/meta-data?", "/x")), "must be the name of a Service", "hostile-metadata-secret"},
+		{child(oda.KindIdentityConfig, ns, "hostile-path", hub("ctk-partyroleapi", "/@169.254.169.254/../x?y")), "segments may hold only", "hostile-path-secret"},
+		{child(oda.KindSecretsManagement, ns, "hostile-kube-system", map[string]any{"type": "sideCar", "podSelector": map[string]any{"namespace": "kube-system"}}), "does not match the SecretsManagement's namespace", ""},
+	}
+	for _, h := range hostile {
+		kind, _ := oda.KindByName(h.u.GetKind())
+		create(t, kind, h.u)
+	}
+	cases += len(orphans) + 1 + len(loose) + len(hostile)
 	if cases < 50 {
 		t.Errorf("the corpus has %d cases; it must have at least 50", cases)
 	}
@@ -416,6 +437,25 @@ func TestMalformedComponentsEachFailClearly(t *testing.T) {
 		reason, msg := condition(got)
 		t.Logf("%s without owner: %s: %s", u.GetKind(), reason, msg)
 		assertNoWorkflowTaskFailed(t, oda.WorkflowID(u.GetKind(), ns, u.GetName()))
+	}
+
+	for _, h := range hostile {
+		kind, _ := oda.KindByName(h.u.GetKind())
+		name := h.u.GetName()
+		eventually(t, 60*time.Second, name+" refused with the reason and a Warning Event", func() (bool, string) {
+			got, err := get(kind, ns, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			reason, msg := condition(got)
+			return reason == "InvalidSpec" && strings.Contains(msg, h.want) && containsAny(eventsFor(t, ns, name), "Warning/InvalidSpec"), reason + ": " + msg
+		})
+		if h.nothingAt != "" {
+			if _, err := stack.core.CoreV1().Secrets(ns).Get(ctx, h.nothingAt, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: Secret %s exists (%v)", name, h.nothingAt, err)
+			}
+		}
+		assertNoWorkflowTaskFailed(t, oda.WorkflowID(h.u.GetKind(), ns, name))
 	}
 
 	// Other resources progress: the neighbour and the dependency loop.

@@ -207,7 +207,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 	for _, e := range p.Spec.Containers[1].Env {
 		env0 = append(env0, e.Name+"="+e.Value)
 	}
-	if want := "LOGIN_ROLE=sman-webhooked-demo-a-role"; !strings.Contains(strings.Join(env0, " "), want) {
+	if want := "LOGIN_ROLE=sman-webhooked.demo-a-role"; !strings.Contains(strings.Join(env0, " "), want) {
 		t.Errorf("sidecar env %v lacks %s", env0, want)
 	}
 	var sum time.Duration

@@ -137,7 +137,7 @@ func TestReview(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := got.Spec.Containers[len(got.Spec.Containers)-1]
-			if last.Name != secrets.SidecarName || last.Env[0].Value != "components-demo-a-productcatalogmanagement" {
+			if last.Name != secrets.SidecarName || last.Env[0].Value != "components.demo-a-productcatalogmanagement" {
 				t.Errorf("sidecar %s env %v", last.Name, last.Env)
 			}
 		})

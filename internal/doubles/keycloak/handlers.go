@@ -304,7 +304,27 @@ func (s *Server) updateClient(w http.ResponseWriter, r *http.Request, rl *realm)
 		c.clientID = id
 	}
 	for k, v := range rep {
+		if k == "attributes" {
+			continue
+		}
 		c.rep[k] = v
+	}
+	// Keycloak merges attributes key by key (RepresentationToModel
+	// .updateClient): a key absent from the PUT stays, an empty value
+	// removes the key.
+	if attrs, ok := rep["attributes"].(map[string]any); ok {
+		cur, _ := c.rep["attributes"].(map[string]any)
+		if cur == nil {
+			cur = map[string]any{}
+		}
+		for k, v := range attrs {
+			if sv, _ := v.(string); v == nil || strings.TrimSpace(sv) == "" {
+				delete(cur, k)
+				continue
+			}
+			cur[k] = v
+		}
+		c.rep["attributes"] = cur
 	}
 	c.rep["id"] = c.id
 	if sec, _ := rep["secret"].(string); sec != "" && sec != "**********" {

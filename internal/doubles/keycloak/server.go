@@ -37,6 +37,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -208,20 +209,47 @@ func (s *Server) AddClient(realmName string, rep map[string]any) (string, error)
 	return c.id, nil
 }
 
+// lookupClient finds a client by clientId; the caller holds s.mu.
+func (s *Server) lookupClient(realmName, clientID string) *client {
+	r := s.realms[realmName]
+	if r == nil {
+		return nil
+	}
+	return r.clientByClientID(clientID)
+}
+
 // ClientSecret returns a client's current secret (for tests that check
 // rotation).
 func (s *Server) ClientSecret(realmName, clientID string) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.realms[realmName]
-	if r == nil {
-		return "", false
-	}
-	c := r.clientByClientID(clientID)
+	c := s.lookupClient(realmName, clientID)
 	if c == nil {
 		return "", false
 	}
 	return c.secret, true
+}
+
+// ClientSnapshot returns everything the realm holds of a client, as JSON:
+// its representation (attributes included), its secret and its roles with
+// their attributes. A test hook: tests compare two snapshots to prove a
+// client was left exactly as it was.
+func (s *Server) ClientSnapshot(realmName, clientID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.lookupClient(realmName, clientID)
+	if c == nil {
+		return "", false
+	}
+	var roles []map[string]any
+	for _, ro := range c.sortedRoles() {
+		roles = append(roles, ro.full())
+	}
+	b, err := json.Marshal(map[string]any{"rep": c.rep, "secret": c.secret, "roles": roles})
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
 }
 
 // ClientRoles returns the names of a client's roles, sorted (a test hook:
@@ -230,11 +258,7 @@ func (s *Server) ClientSecret(realmName, clientID string) (string, bool) {
 func (s *Server) ClientRoles(realmName, clientID string) ([]string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.realms[realmName]
-	if r == nil {
-		return nil, false
-	}
-	c := r.clientByClientID(clientID)
+	c := s.lookupClient(realmName, clientID)
 	if c == nil {
 		return nil, false
 	}
