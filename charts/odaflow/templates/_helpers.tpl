@@ -58,14 +58,18 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
-Image reference. Follows the Canvas umbrella convention: global.imageRegistry,
-when set, wins over image.registry. A digest wins over the tag; the tag
-defaults to the chart's appVersion.
+Image reference. Follows the Canvas umbrella convention: global.image.registry,
+when set, wins over image.registry (global.imageRegistry, the Bitnami
+spelling, is honoured too). A digest wins over the tag; the tag defaults to
+the chart's appVersion.
 */}}
 {{- define "odaflow.image" -}}
 {{- $registry := .Values.image.registry }}
-{{- if and .Values.global .Values.global.imageRegistry }}
-{{- $registry = .Values.global.imageRegistry }}
+{{- $global := .Values.global | default dict }}
+{{- if and (kindIs "map" $global.image) $global.image.registry }}
+{{- $registry = $global.image.registry }}
+{{- else if $global.imageRegistry }}
+{{- $registry = $global.imageRegistry }}
 {{- end }}
 {{- $ref := .Values.image.repository }}
 {{- if $registry }}
@@ -208,6 +212,13 @@ ports:
   - name: http
     containerPort: 8080
     protocol: TCP
+# /healthz answers once the process has started; liveness and readiness
+# begin only after it has.
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  {{- toYaml .Values.probes.startup | nindent 2 }}
 livenessProbe:
   httpGet:
     path: /healthz
