@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/odaflow/odaflow/internal/config"
 )
@@ -36,7 +37,11 @@ import (
 func NewLogger(c config.Common) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.LogLevel))
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// client-go logs through klog (leader election, reflectors, throttling):
+	// the same JSON lines as odaflow's own.
+	klog.SetSlogLogger(log)
+	return log
 }
 
 // NewRegistry is the process's Prometheus registry, with Go and process metrics.
