@@ -473,3 +473,32 @@ func ConversionURLPatch(url string, caPEM []byte) []byte {
 func ConversionNonePatch() []byte {
 	return []byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
 }
+
+// CertFiles is a certificate and key read from PEM files and read again
+// whenever either file changes (a Secret volume updated by cert-manager or
+// by hand): for a TLS server (GetCertificate) or a TLS client
+// (GetClientCertificate, the mTLS client certificate to Temporal).
+type CertFiles struct{ src *certSource }
+
+// NewCertFiles loads the pair now (a missing or invalid pair fails here).
+func NewCertFiles(certFile, keyFile string, log *slog.Logger) (*CertFiles, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	src, err := newCertSource(Config{CertFile: certFile, KeyFile: keyFile}, log)
+	if err != nil {
+		return nil, err
+	}
+	return &CertFiles{src: src}, nil
+}
+
+// GetCertificate is the tls.Config hook of a server.
+func (c *CertFiles) GetCertificate(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return c.src.GetCertificate(h)
+}
+
+// GetClientCertificate is the tls.Config hook of a client: each handshake
+// presents the files' current certificate.
+func (c *CertFiles) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return c.src.GetCertificate(nil)
+}

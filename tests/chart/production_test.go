@@ -152,3 +152,21 @@ func TestTemplateProduction(t *testing.T) {
 	}
 	find(t, objs, "PodMonitor", "odaflow")
 }
+
+// TestTemplateTemporalCloudTLS: with temporal.tls.caKey empty (a Temporal
+// Cloud Secret has no ca.crt) no CA file is passed, so the system roots
+// verify the server; the client certificate still is.
+func TestTemplateTemporalCloudTLS(t *testing.T) {
+	objs := render(t, "odaflow", "canvas", "", "temporal.tls.enabled=true", "temporal.tls.existingSecret=cloud-mtls", "temporal.tls.caKey=")
+	for _, name := range []string{"worker", "watcher"} {
+		args := argsOf(container(t, find(t, objs, "Deployment", "odaflow-"+name)))
+		if !slices.Contains(args, "--temporal-tls-cert=/var/run/secrets/odaflow/temporal-tls/tls.crt") {
+			t.Errorf("%s args %v lack the client certificate", name, args)
+		}
+		for _, a := range args {
+			if strings.HasPrefix(a, "--temporal-tls-ca") {
+				t.Errorf("%s passes %s with temporal.tls.caKey empty", name, a)
+			}
+		}
+	}
+}

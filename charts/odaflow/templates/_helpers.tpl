@@ -159,7 +159,9 @@ binary reads each flag from the env var named here (see README.md).
 {{- $_ := required "temporal.tls.existingSecret is required when temporal.tls.enabled" .Values.temporal.tls.existingSecret }}
 - --temporal-tls-cert=/var/run/secrets/odaflow/temporal-tls/tls.crt
 - --temporal-tls-key=/var/run/secrets/odaflow/temporal-tls/tls.key
-- --temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/ca.crt
+{{- with .Values.temporal.tls.caKey }}
+- --temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/{{ . }}
+{{- end }}
 {{- with .Values.temporal.tls.serverName }}
 - --temporal-tls-server-name={{ . }}
 {{- end }}
