@@ -141,4 +141,3 @@ func TestTemporalAPIKeyRotates(t *testing.T) {
 		t.Error("a missing key file at start is not an error")
 	}
 }
-
