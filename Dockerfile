@@ -1,10 +1,11 @@
 # syntax=docker/dockerfile:1
 # odaflow image: one static binary, `odaflow worker` (default) or `odaflow watcher`.
 #
-#   docker build -t odaflow:dev .
+#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg REVISION=$(git rev-parse HEAD) -t odaflow:dev .
 #
-# No container engine runs on the development machines; `make dev` runs the
-# same binary on the host. This file is for CI and real clusters.
+# Without a container engine, `make image` builds the same image with
+# hack/image (go-containerregistry): see docs/install.md.
 
 FROM golang:1.26.8 AS build
 WORKDIR /src
@@ -15,15 +16,21 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
+# `odaflow version` prints VERSION; the chart's appVersion names the tag.
+ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -o /out/odaflow ./cmd/odaflow
+    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/odaflow ./cmd/odaflow
 
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+ARG REVISION=""
 LABEL org.opencontainers.image.title="odaflow" \
       org.opencontainers.image.description="TM Forum ODA Canvas operators on Temporal" \
-      org.opencontainers.image.source="https://github.com/odaflow/odaflow"
+      org.opencontainers.image.source="https://github.com/odaflow/odaflow" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
 COPY --from=build /out/odaflow /odaflow
 USER 65532:65532
 # /healthz, /readyz and /metrics.

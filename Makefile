@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: chart contracts all dev dev-tools test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
+.PHONY: image image-push chart contracts all dev dev-tools test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
 
 all: build
 
@@ -17,6 +17,7 @@ help:
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
 	@echo "make tools   build every real server the tests run into the cache (hack/tools.sh)"
 	@echo "make build   build bin/odaflow"
+	@echo "make image   build the container image without a Docker engine (bin/image: OCI layout and tarball)"
 	@echo "make fuzz    run every fuzz target in turn (FUZZTIME=10s each; FUZZTIME=10m for a long run)"
 
 ## dev-tools: only what `make dev` runs: etcd, kube-apiserver,
@@ -40,6 +41,22 @@ tools: dev-tools
 
 build:
 	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(ODAFLOW) ./cmd/odaflow
+
+## image: the odaflow image built without a container engine (hack/image,
+## go-containerregistry; its own Go module): an OCI image layout in
+## bin/image/oci (every IMAGE_PLATFORMS) and, for the first platform, a
+## tarball bin/image/odaflow.tar for docker/podman load, kind load
+## image-archive or crane push. bin/ is git-ignored: never commit them.
+## image-push pushes the multi-platform index to $(IMAGE):$(VERSION).
+IMAGE           ?= ghcr.io/odaflow/odaflow
+IMAGE_PLATFORMS ?= linux/amd64
+IMAGE_FLAGS      = -root $(CURDIR) -version $(VERSION) -revision "$$(git rev-parse HEAD 2>/dev/null)" \
+                   -image $(IMAGE) -platforms $(IMAGE_PLATFORMS) -out $(CURDIR)/$(BIN)/image
+image:
+	cd hack/image && $(GO) run . $(IMAGE_FLAGS)
+
+image-push:
+	cd hack/image && $(GO) run . $(IMAGE_FLAGS) -push
 
 # Vault is not built for `make dev`: it is used when `make tools` (or
 # `hack/tools.sh vault`) has put it in the cache, and left out otherwise.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Renders the ODA Canvas CRD Helm templates into charts/odaflow/crds (plain YAML:
+# Renders the ODA Canvas CRD Helm templates into charts/odaflow/files/crds (plain YAML:
 # Helm never templates files in crds/). See hack/rendercrds/main.go for the exact
 # transformation: the templates are kept byte for byte except that the
 # cert-manager inject-ca-from annotation is dropped and spec.conversion becomes
@@ -7,7 +7,7 @@
 # semantically equal to its template with those two changes, and a valid CRD.
 #
 #   hack/render-crds.sh              render from $ODA_CRDS_DIR
-#   hack/render-crds.sh --check      fail if charts/odaflow/crds is out of date
+#   hack/render-crds.sh --check      fail if charts/odaflow/files/crds is out of date
 #
 # ODA_CRDS_DIR: the folder holding oda-canvas charts/oda-crds/templates/*.yaml
 # saved as *.yaml.tmpl (default /work/shared/oda-canvas/crds). With a checkout of
@@ -22,4 +22,4 @@ if [[ "${1:-}" == "--check" ]]; then
   args+=(-check)
 fi
 cd "$root"
-exec go run ./hack/rendercrds -src "$src" -out charts/odaflow/crds -source-ref "$ref" "${args[@]}"
+exec go run ./hack/rendercrds -src "$src" -out charts/odaflow/files/crds -source-ref "$ref" "${args[@]}"

@@ -27,6 +27,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/odaflow/odaflow/webhook/conversion"
 )
 
@@ -75,6 +78,11 @@ type Config struct {
 	// webhook's cache being synced: a webhook whose failure policy is Fail
 	// should not receive traffic before it can answer correctly.
 	ReadyChecks []func() error
+	// Registerer, when set, receives the webhooks' request metrics:
+	// odaflow_webhook_requests_total{webhook,code} and
+	// odaflow_webhook_request_duration_seconds{webhook}, webhook being
+	// conversion or sidecar.
+	Registerer prometheus.Registerer
 }
 
 // Server is one HTTPS server for all odaflow webhooks.
@@ -116,11 +124,15 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: log, mux: http.NewServeMux(), certs: certs}
 
-	conv := conversion.NewHandler(log.With("webhook", "conversion"))
+	instrument, err := instrumenter(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("webhook server: %w", err)
+	}
+	conv := instrument("conversion", conversion.NewHandler(log.With("webhook", "conversion")))
 	s.mux.Handle(PathConvert, conv)
 	s.mux.Handle("/{$}", conv) // the Canvas CRD's clientConfig path
 	if cfg.MutatePod != nil {
-		s.mux.Handle(PathMutatePod, cfg.MutatePod)
+		s.mux.Handle(PathMutatePod, instrument("sidecar", cfg.MutatePod))
 	}
 	s.mux.HandleFunc(PathHealthz, func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -143,6 +155,33 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
+}
+
+// instrumenter wraps a webhook's handler with request metrics registered in
+// reg; without reg it returns the handler unchanged.
+func instrumenter(reg prometheus.Registerer) (func(name string, h http.Handler) http.Handler, error) {
+	if reg == nil {
+		return func(_ string, h http.Handler) http.Handler { return h }, nil
+	}
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "odaflow_webhook_requests_total",
+		Help: "Webhook requests from the API server, by webhook and HTTP status code.",
+	}, []string{"webhook", "code"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "odaflow_webhook_request_duration_seconds",
+		Help:    "Time to answer a webhook request, by webhook.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"webhook"})
+	for _, c := range []prometheus.Collector{requests, duration} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register webhook metrics: %w", err)
+		}
+	}
+	return func(name string, h http.Handler) http.Handler {
+		l := prometheus.Labels{"webhook": name}
+		return promhttp.InstrumentHandlerDuration(duration.MustCurryWith(l),
+			promhttp.InstrumentHandlerCounter(requests.MustCurryWith(l), h))
+	}, nil
 }
 
 // Handle mounts another webhook, e.g. Handle("/mutate-pod", h). Call it
@@ -433,4 +472,33 @@ func ConversionURLPatch(url string, caPEM []byte) []byte {
 // conversion back to strategy None (as the chart installs it).
 func ConversionNonePatch() []byte {
 	return []byte(`{"spec":{"conversion":{"strategy":"None","webhook":null}}}`)
+}
+
+// CertFiles is a certificate and key read from PEM files and read again
+// whenever either file changes (a Secret volume updated by cert-manager or
+// by hand): for a TLS server (GetCertificate) or a TLS client
+// (GetClientCertificate, the mTLS client certificate to Temporal).
+type CertFiles struct{ src *certSource }
+
+// NewCertFiles loads the pair now (a missing or invalid pair fails here).
+func NewCertFiles(certFile, keyFile string, log *slog.Logger) (*CertFiles, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	src, err := newCertSource(Config{CertFile: certFile, KeyFile: keyFile}, log)
+	if err != nil {
+		return nil, err
+	}
+	return &CertFiles{src: src}, nil
+}
+
+// GetCertificate is the tls.Config hook of a server.
+func (c *CertFiles) GetCertificate(h *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return c.src.GetCertificate(h)
+}
+
+// GetClientCertificate is the tls.Config hook of a client: each handshake
+// presents the files' current certificate.
+func (c *CertFiles) GetClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return c.src.GetCertificate(nil)
 }

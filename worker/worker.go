@@ -67,10 +67,18 @@ func WithInterceptor(ic interceptor.WorkerInterceptor) fx.Option {
 	return fx.Provide(fx.Annotate(func() interceptor.WorkerInterceptor { return ic }, fx.ResultTags(`group:"worker-interceptors"`)))
 }
 
+// StopTimeout is how long the worker lets running activities finish after
+// SIGTERM (worker.Options.WorkerStopTimeout). The chart's
+// worker.terminationGracePeriodSeconds must exceed it (tests/chart).
+const StopTimeout = 20 * time.Second
+
 // New builds the worker application; extra options (WithInterceptor) are
 // added to it.
 func New(cfg config.Worker, extra ...fx.Option) *fx.App {
 	return fx.New(append([]fx.Option{
+		// fx's default of 15 s would end the stop before the worker's own
+		// drain; 5 s more for closing the clients after it.
+		fx.StopTimeout(StopTimeout + 5*time.Second),
 		fx.Supply(cfg, cfg.Common),
 		runtime.Module,
 		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
@@ -125,7 +133,7 @@ func run(lc fx.Lifecycle, cfg config.Worker, cl client.Client, acts Activities, 
 	w := worker.New(cl, cfg.TaskQueue, worker.Options{
 		// Let activities finish (they are short apiserver calls) before the
 		// process exits on SIGTERM.
-		WorkerStopTimeout: 20 * time.Second,
+		WorkerStopTimeout: StopTimeout,
 		// Lifecycle steps are short and latency-bound, not CPU-bound: more
 		// pollers keep tasks flowing when thousands of Components move at once.
 		MaxConcurrentWorkflowTaskPollers: 8,

@@ -1,5 +1,7 @@
 // Package odaflowchart embeds the chart's ODA CRDs, so `odaflow dev` and the
-// tests install exactly what the chart installs.
+// tests install exactly what the chart installs. They live in files/crds, not
+// in Helm's crds/ folder: templates/crds.yaml installs them (crds.install)
+// and points the Component CRD's conversion at the release's webhook.
 package odaflowchart
 
 import (
@@ -8,9 +10,9 @@ import (
 	"path/filepath"
 )
 
-// CRDs holds crds/*.yaml.
+// CRDs holds files/crds/*.yaml.
 //
-//go:embed crds/*.yaml
+//go:embed files/crds/*.yaml
 var CRDs embed.FS
 
 // WriteCRDs writes the CRD files into dir (created if missing).
@@ -18,12 +20,12 @@ func WriteCRDs(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	entries, err := CRDs.ReadDir("crds")
+	entries, err := CRDs.ReadDir("files/crds")
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		b, err := CRDs.ReadFile("crds/" + e.Name())
+		b, err := CRDs.ReadFile("files/crds/" + e.Name())
 		if err != nil {
 			return err
 		}

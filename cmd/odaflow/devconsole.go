@@ -143,18 +143,18 @@ func stepOf(kind oda.Kind, u *unstructured.Unstructured) (phase, detail string) 
 	if kind == oda.KindComponent {
 		phase, _, _ = unstructured.NestedString(u.Object, "status", "summary/status", "deployment_status")
 		if phase == oda.StatusFailed {
-			if c, ok := readyCondition(u); ok {
-				detail = c["reason"] + ": " + oneLine(c["message"])
+			if _, reason, message, ok := readyCondition(u.Object); ok {
+				detail = reason + ": " + oneLine(message)
 			}
 		}
 		return phase, detail
 	}
-	c, ok := readyCondition(u)
+	status, reason, message, ok := readyCondition(u.Object)
 	if !ok {
 		return "", ""
 	}
-	phase = c["reason"]
-	if c["status"] == "True" {
+	phase = reason
+	if status == "True" {
 		for _, path := range [][]string{{"status", "apiStatus", "url"}, {"status", "depapiStatus", "url"}} {
 			if url, _, _ := unstructured.NestedString(u.Object, path...); url != "" {
 				return phase, url
@@ -162,26 +162,8 @@ func stepOf(kind oda.Kind, u *unstructured.Unstructured) (phase, detail string) 
 		}
 		return phase, ""
 	}
-	if m := c["message"]; m != "" && m != phase {
+	if m := message; m != "" && m != phase {
 		detail = oneLine(m)
 	}
 	return phase, detail
-}
-
-// readyCondition is the object's condition of type Ready (the first one
-// when none says its type), as strings.
-func readyCondition(u *unstructured.Unstructured) (map[string]string, bool) {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, it := range conds {
-		m, _ := it.(map[string]any)
-		if t, _ := m["type"].(string); t != "Ready" && t != "" {
-			continue
-		}
-		out := map[string]string{}
-		for _, k := range []string{"status", "reason", "message"} {
-			out[k], _ = m[k].(string)
-		}
-		return out, true
-	}
-	return nil, false
 }

@@ -29,7 +29,7 @@ Usage:
   odaflow watcher [flags]   run the watcher (Kubernetes events -> workflow signals)
   odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
-  odaflow status  [-n ns] [component]   each Component's phase, APIs and Web UI link
+  odaflow status  [-A|-n ns] [-o wide|json] [kind [name]]  the ODA resources as kubectl get lists them: Ready, status, reason, age, Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
   odaflow validate -f FILE...           check Component manifests offline: children and problems
   odaflow healthcheck [--url URL]       exit 0 when the endpoint answers 200 (container health checks)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -12,7 +14,9 @@ import (
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/runtime"
@@ -20,22 +24,38 @@ import (
 	"github.com/odaflow/odaflow/workflows"
 )
 
-// runStatus prints each Component's phase, its children and its Web UI link.
+// statusOptions are the flags of `odaflow status`, named as kubectl's.
+type statusOptions struct {
+	kubeconfig, context, namespace string
+	allNamespaces                  bool
+	output                         string // "", wide or json
+	ui, temporalNamespace          string
+	kinds                          []oda.Kind
+	name                           string
+}
+
+// runStatus lists the ODA resources as kubectl get does, with the Ready
+// condition and the link to each workflow in the Temporal Web UI.
 //
-//	odaflow status [-n namespace] [component]
+//	odaflow status [flags] [kind [name]]
 func runStatus(args []string) error {
-	var cfg config.Common
-	fs := flag.NewFlagSet("odaflow status", flag.ContinueOnError)
-	cfg.Bind(fs)
-	ns := fs.String("n", "", "namespace (all when empty)")
-	ui := fs.String("ui", "http://127.0.0.1:8233", "Temporal Web UI address, for the links")
-	if err := fs.Parse(args); err != nil {
-		return exitError(2)
-	}
-	useDevKubeconfig(&cfg)
-	rc, err := runtime.RESTConfig(cfg)
+	o, err := parseStatus(args, os.Stderr)
 	if err != nil {
 		return err
+	}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		statusLoadingRules(o.kubeconfig), &clientcmd.ConfigOverrides{CurrentContext: o.context})
+	rc, err := loader.ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubernetes client configuration: %w", err)
+	}
+	ns := ""
+	if !o.allNamespaces {
+		if ns = o.namespace; ns == "" {
+			if ns, _, err = loader.Namespace(); err != nil {
+				return fmt.Errorf("namespace of the current context: %w", err)
+			}
+		}
 	}
 	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
@@ -43,20 +63,157 @@ func runStatus(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	list, err := dyn.Resource(oda.KindComponent.GVR()).Namespace(*ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list components: %w", err)
-	}
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tCOMPONENT\tDEPLOYMENT_STATUS\tAPIS READY\tREASON\tWEB UI")
-	for _, c := range list.Items {
-		if fs.NArg() > 0 && c.GetName() != fs.Arg(0) {
-			continue
+	var items []unstructured.Unstructured
+	var kindsOf []oda.Kind
+	for _, k := range o.kinds {
+		list, err := dyn.Resource(k.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", k.Resource, err)
 		}
-		phase, _, _ := unstructured.NestedString(c.Object, "status", "summary/status", "deployment_status")
+		for _, it := range list.Items {
+			if o.name != "" && it.GetName() != o.name {
+				continue
+			}
+			items = append(items, it)
+			kindsOf = append(kindsOf, k)
+		}
+	}
+	return printStatus(os.Stdout, o, items, kindsOf, time.Now())
+}
+
+// statusLoadingRules are kubectl's: --kubeconfig when given, else
+// $KUBECONFIG (a list of files), else ~/.kube/config; in a pod with none
+// of them, the in-cluster service account.
+func statusLoadingRules(kubeconfig string) *clientcmd.ClientConfigLoadingRules {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	return rules
+}
+
+// parseStatus reads flags and up to two arguments, a kind and a name, in
+// any order as kubectl does (Go's flag package stops at the first argument).
+func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
+	var o statusOptions
+	fs := flag.NewFlagSet("odaflow status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: odaflow status [flags] [kind [name]]\n\nkind: "+kindChoices()+" (all kinds when omitted)")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, then the running make dev stack's, then ~/.kube/config, then the in-cluster service account")
+	fs.StringVar(&o.context, "context", "", "kubeconfig context; empty: the current context")
+	fs.StringVar(&o.namespace, "n", "", "namespace; empty: the context's namespace (default when it has none)")
+	fs.StringVar(&o.namespace, "namespace", "", "same as -n")
+	fs.BoolVar(&o.allNamespaces, "A", false, "every namespace")
+	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "same as -A")
+	fs.StringVar(&o.output, "o", "", "output: wide or json; empty: a table")
+	fs.StringVar(&o.ui, "ui", "http://127.0.0.1:8233", "Temporal Web UI address, for the links (-o wide)")
+	tns := os.Getenv("ODAFLOW_TEMPORAL_NAMESPACE")
+	if tns == "" {
+		tns = "default"
+	}
+	fs.StringVar(&o.temporalNamespace, "temporal-namespace", tns, "Temporal namespace of the workflows, for the links (env ODAFLOW_TEMPORAL_NAMESPACE)")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return o, exitError(2)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if o.kubeconfig == "" {
+		o.kubeconfig = devStackKubeconfig()
+	}
+	switch o.output {
+	case "", "wide", "json":
+	default:
+		return o, fmt.Errorf("-o %q: want wide or json", o.output)
+	}
+	if len(pos) > 2 {
+		return o, fmt.Errorf("unexpected arguments %v: want [kind [name]]", pos[2:])
+	}
+	o.kinds = oda.Kinds
+	if len(pos) > 0 {
+		k, ok := kindByArg(pos[0])
+		if !ok {
+			return o, fmt.Errorf("unknown kind %q: want one of %s", pos[0], kindChoices())
+		}
+		o.kinds = []oda.Kind{k}
+	}
+	if len(pos) > 1 {
+		o.name = pos[1]
+	}
+	return o, nil
+}
+
+// statusShortNames are the CRDs' short names (charts/odaflow/files/crds).
+var statusShortNames = map[string]oda.Kind{
+	"depapi": oda.KindDependentAPI, "depapis": oda.KindDependentAPI,
+	"sman": oda.KindSecretsManagement, "smans": oda.KindSecretsManagement,
+}
+
+// kindByArg accepts a kind as kubectl does: Kind, singular, plural or a
+// short name, in any case.
+func kindByArg(arg string) (oda.Kind, bool) {
+	a := strings.ToLower(arg)
+	for _, k := range oda.Kinds {
+		if a == strings.ToLower(k.Name) || a == k.Resource {
+			return k, true
+		}
+	}
+	k, ok := statusShortNames[a]
+	return k, ok
+}
+
+func kindChoices() string {
+	var names []string
+	for _, k := range oda.Kinds {
+		names = append(names, k.Resource)
+	}
+	return strings.Join(names, ", ")
+}
+
+// statusRow is one resource's line.
+type statusRow struct {
+	Namespace, Name                     string
+	Ready, Status, Reason, Age, Message string
+	APIs                                string // Component only: ready/total
+	WebUI                               string
+}
+
+// readyCondition is the Ready condition of an ODA resource's status.
+func readyCondition(obj map[string]any) (status, reason, message string, ok bool) {
+	conds, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == "Ready" {
+			status, _ = m["status"].(string)
+			reason, _ = m["reason"].(string)
+			message, _ = m["message"].(string)
+			return status, reason, message, true
+		}
+	}
+	return "", "", "", false
+}
+
+// rowOf reads a resource's line: READY is its Ready condition (Unknown
+// before odaflow wrote one); STATUS the kind's own phase (a Component's
+// deployment_status, a notification's status, the implementation's
+// readiness of the API and secrets kinds).
+func rowOf(obj *unstructured.Unstructured, k oda.Kind, o statusOptions, now time.Time) statusRow {
+	r := statusRow{Namespace: obj.GetNamespace(), Name: obj.GetName(), Ready: "Unknown"}
+	if st, reason, msg, ok := readyCondition(obj.Object); ok {
+		r.Ready, r.Reason, r.Message = st, reason, msg
+	}
+	switch k {
+	case oda.KindComponent:
+		r.Status, _, _ = unstructured.NestedString(obj.Object, "status", "summary/status", "deployment_status")
 		ready, total := 0, 0
 		for _, seg := range oda.Segments {
-			items, _, _ := unstructured.NestedSlice(c.Object, "status", seg.ExposedStatusKey())
+			items, _, _ := unstructured.NestedSlice(obj.Object, "status", seg.ExposedStatusKey())
 			for _, it := range items {
 				m, _ := it.(map[string]any)
 				total++
@@ -65,16 +222,88 @@ func runStatus(args []string) error {
 				}
 			}
 		}
-		reason := ""
-		if conds, _, _ := unstructured.NestedSlice(c.Object, "status", "conditions"); len(conds) > 0 {
-			m, _ := conds[0].(map[string]any)
-			reason, _ = m["reason"].(string)
+		r.APIs = fmt.Sprintf("%d/%d", ready, total)
+	case oda.KindPublishedNotification, oda.KindSubscribedNotification:
+		r.Status, _, _ = unstructured.NestedString(obj.Object, "status", "status")
+	default:
+		if ready, found, _ := unstructured.NestedBool(obj.Object, "status", "implementation", "ready"); found {
+			r.Status = map[bool]string{true: "implementation ready", false: "implementation not ready"}[ready]
 		}
-		id := oda.WorkflowID(oda.KindComponent.Name, c.GetNamespace(), c.GetName())
-		link := fmt.Sprintf("%s/namespaces/%s/workflows/%s", strings.TrimSuffix(*ui, "/"), cfg.TemporalNamespace, strings.ReplaceAll(id, "/", "%2F"))
-		fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\t%s\t%s\n", c.GetNamespace(), c.GetName(), phase, ready, total, reason, link)
+	}
+	if ts := obj.GetCreationTimestamp(); !ts.IsZero() {
+		r.Age = duration.HumanDuration(now.Sub(ts.Time))
+	} else {
+		r.Age = "<unknown>"
+	}
+	if k != oda.KindPublishedNotification && k != oda.KindSubscribedNotification {
+		id := oda.WorkflowID(k.Name, obj.GetNamespace(), obj.GetName())
+		r.WebUI = fmt.Sprintf("%s/namespaces/%s/workflows/%s", strings.TrimSuffix(o.ui, "/"), o.temporalNamespace, strings.ReplaceAll(id, "/", "%2F"))
+	}
+	return r
+}
+
+// printStatus writes the table (or with -o json a kubectl List of the
+// objects themselves). With more than one kind each NAME is kind/name, as
+// kubectl get prints several kinds.
+func printStatus(out io.Writer, o statusOptions, items []unstructured.Unstructured, kinds []oda.Kind, now time.Time) error {
+	if o.output == "json" {
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
+		var objs []any
+		for _, it := range items {
+			objs = append(objs, it.Object)
+		}
+		if objs != nil {
+			list["items"] = objs
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "    ")
+		return enc.Encode(list)
+	}
+	if len(items) == 0 {
+		where := "in namespace " + o.namespace
+		if o.allNamespaces {
+			where = "in any namespace"
+		} else if o.namespace == "" {
+			where = "in the context's namespace"
+		}
+		_, err := fmt.Fprintf(out, "No ODA resources found %s.\n", where)
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 3, ' ', 0)
+	var head []string
+	if o.allNamespaces {
+		head = append(head, "NAMESPACE")
+	}
+	head = append(head, "NAME", "READY", "STATUS", "REASON", "AGE")
+	if o.output == "wide" {
+		head = append(head, "APIS", "MESSAGE", "WEB UI")
+	}
+	fmt.Fprintln(w, strings.Join(head, "\t"))
+	for i := range items {
+		r := rowOf(&items[i], kinds[i], o, now)
+		name := r.Name
+		if len(o.kinds) > 1 {
+			name = strings.ToLower(kinds[i].Name) + "/" + name
+		}
+		var cols []string
+		if o.allNamespaces {
+			cols = append(cols, r.Namespace)
+		}
+		cols = append(cols, name, r.Ready, orNone(r.Status), orNone(r.Reason), r.Age)
+		if o.output == "wide" {
+			cols = append(cols, orNone(r.APIs), orNone(r.Message), orNone(r.WebUI))
+		}
+		fmt.Fprintln(w, strings.Join(cols, "\t"))
 	}
 	return w.Flush()
+}
+
+// orNone is kubectl's <none> for an empty cell.
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }
 
 // runExplain asks a resource's workflow why it is not done.
@@ -131,18 +360,17 @@ func runExplain(args []string) error {
 	return nil
 }
 
-// useDevKubeconfig points a command without a kubeconfig, outside a
-// cluster, at the stack `odaflow dev` runs, when there is one.
-func useDevKubeconfig(cfg *config.Common) {
-	if cfg.Kubeconfig != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return
+// devStackKubeconfig is the kubeconfig of the stack `odaflow dev` runs, when
+// one is running from this checkout and neither $KUBECONFIG nor an in-cluster
+// service account says otherwise: after `make dev`, `odaflow status` shows
+// that stack without flags. Empty otherwise (kubectl's loading rules apply).
+func devStackKubeconfig() string {
+	if os.Getenv("KUBECONFIG") != "" || os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return ""
 	}
-	if p := devKubeconfig(); fileExists(p) {
-		cfg.Kubeconfig = p
+	p := devKubeconfig()
+	if _, err := os.Stat(p); err != nil {
+		return ""
 	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+	return p
 }

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/odaflow/odaflow/internal/config"
@@ -29,6 +34,7 @@ type webhookConfig struct {
 	SelfSignedCA    string
 	ShutdownDelay   time.Duration
 	LogLevel        string
+	MetricsAddress  string
 
 	// The secrets-sidecar injection (webhook/sidecar), off by default: it
 	// needs a kubeconfig (or the in-cluster account) to watch
@@ -51,6 +57,7 @@ func (c *webhookConfig) bind(fs *flag.FlagSet) {
 	f.String(&c.SelfSignedCA, "self-signed-ca-file", "", "where --self-signed writes the CA bundle (caBundle of the webhook configurations); empty: a new file in the temporary directory")
 	f.Duration(&c.ShutdownDelay, "shutdown-delay", 0, "on SIGTERM, keep serving this long with /readyz failing before closing the listener")
 	f.String(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	f.String(&c.MetricsAddress, "metrics-address", "", "plain-HTTP address of /metrics, [host]:port; empty serves none")
 	f.Bool(&c.SidecarInjection, "sidecar-injection", false, "serve the secrets-sidecar mutating webhook at "+webhook.PathMutatePod)
 	f.String(&c.Kubeconfig, "kubeconfig", "", "kubeconfig for the sidecar webhook's SecretsManagement cache; empty uses the in-cluster service account")
 	f.String(&c.SidecarNamespace, "sidecar-namespace", "", "watch SecretsManagements in this namespace only; empty: all")
@@ -73,6 +80,11 @@ func (c *webhookConfig) validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("--log-level %q must be debug, info, warn or error", c.LogLevel))
+	}
+	if c.MetricsAddress != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddress); err != nil {
+			errs = append(errs, fmt.Errorf("--metrics-address %q must be [host]:port", c.MetricsAddress))
+		}
 	}
 	if c.SidecarInjection {
 		if c.Sidecar.VaultAddr == "" {
@@ -186,11 +198,44 @@ func runWebhook(args []string) error {
 		})
 		log.Info("secrets-sidecar injection enabled", "path", webhook.PathMutatePod, "vault", cfg.Sidecar.VaultAddr, "authPath", cfg.Sidecar.AuthPath, "image", cfg.Sidecar.Image)
 	}
+	if cfg.MetricsAddress != "" {
+		reg := odaruntime.NewRegistry()
+		scfg.Registerer = reg
+		stopMetrics, err := serveMetrics(cfg.MetricsAddress, reg, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	srv, err := webhook.New(scfg)
 	if err != nil {
 		return err
 	}
 	return srv.Run(ctx)
+}
+
+// serveMetrics serves reg at /metrics over plain HTTP on address until the
+// returned stop is called. The webhooks stay on their TLS listener: a
+// scraper then needs no CA of the webhook's certificate.
+func serveMetrics(address string, reg *prometheus.Registry, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", address)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "error", err)
+		}
+	}()
+	log.Info("serving metrics", "address", ln.Addr().String())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 // writeCABundle writes the CA to path, or to a new file in the temporary

@@ -187,6 +187,7 @@ func StartKube(ctx context.Context, o Options) (k *Kube, err error) {
 		"--token-auth-file=" + tokenFile,
 		"--disable-admission-plugins=ServiceAccount",
 	}
+	k.apiArgs = append(k.apiArgs, o.KubeAPIServerExtraArgs...)
 	if err := k.startAPIServer(ctx); err != nil {
 		return k, err
 	}

@@ -42,6 +42,11 @@ type Options struct {
 	SearchAttributes map[string]string
 	// TemporalExtraArgs are appended to `temporal server start-dev`.
 	TemporalExtraArgs []string
+	// KubeAPIServerExtraArgs are appended to kube-apiserver's flags, e.g.
+	// --enable-aggregator-routing=true, with which the apiserver calls a
+	// webhook Service at its endpoints' addresses instead of its ClusterIP
+	// (no kube-proxy runs here to route a ClusterIP).
+	KubeAPIServerExtraArgs []string
 	// CRDDir, if set, is installed by StartKube (see InstallCRDs) before
 	// kube-controller-manager starts. The garbage collector rediscovers
 	// resource types only every 30 s, so objects owned by (or owning) a custom

@@ -30,8 +30,9 @@ var registerKubeMetrics sync.Once
 
 type kubeLatency struct{}
 
-func (kubeLatency) Observe(_ context.Context, verb string, u url.URL, _ time.Duration) {
+func (kubeLatency) Observe(_ context.Context, verb string, u url.URL, latency time.Duration) {
 	kubeRequestsByResource.WithLabelValues(verb, resourceOf(u.Path)).Inc()
+	restClientDuration.WithLabelValues(verb, u.Host).Observe(latency.Seconds())
 }
 
 // resourceOf names the resource a request path addresses:
@@ -63,17 +64,22 @@ func resourceOf(path string) string {
 
 type kubeResult struct{}
 
-func (kubeResult) Increment(_ context.Context, code, method, _ string) {
+func (kubeResult) Increment(_ context.Context, code, method, host string) {
 	kubeRequests.WithLabelValues(method, code).Inc()
+	restClientRequests.WithLabelValues(code, method, host).Inc()
 }
 
 func registerKubeRequests(reg prometheus.Registerer) {
 	registerKubeMetrics.Do(func() {
 		metrics.Register(metrics.RegisterOpts{RequestResult: kubeResult{}, RequestLatency: kubeLatency{}})
+		setStandardProviders()
 	})
 	// The same collector may serve several registries (make dev runs the
 	// worker and the watcher in one process).
 	_ = reg.Register(kubeRequests)
 	_ = reg.Register(kubeRequestsByResource)
 	_ = reg.Register(kubeRequestRepeats)
+	for _, c := range standardCollectors {
+		_ = reg.Register(c)
+	}
 }

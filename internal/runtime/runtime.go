@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,13 +33,18 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/webhook"
 )
 
 // NewLogger is a JSON slog logger at the configured level.
 func NewLogger(c config.Common) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.LogLevel))
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// client-go logs through klog (leader election, reflectors, throttling):
+	// the same JSON lines as odaflow's own.
+	klog.SetSlogLogger(log)
+	return log
 }
 
 // logIn is what the application's logger is made from: the configuration
@@ -153,6 +159,47 @@ func NewKube(c config.Common) (Kube, error) {
 	return Kube{Config: cfg, Dynamic: dyn, Core: core, Metadata: md}, nil
 }
 
+// apiKeyFile is a Temporal API key read from a file and read again when the
+// file changes (a Secret volume swaps a symlink to a new file).
+type apiKeyFile struct {
+	path string
+
+	mu    sync.Mutex
+	stamp os.FileInfo
+	key   string
+}
+
+func (a *apiKeyFile) get(context.Context) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, err := os.Stat(a.path)
+	if err != nil {
+		if a.key != "" {
+			return a.key, nil // keep the loaded key while the file is being replaced
+		}
+		return "", fmt.Errorf("temporal API key: %w", err)
+	}
+	if a.stamp != nil && os.SameFile(st, a.stamp) && st.Size() == a.stamp.Size() && st.ModTime().Equal(a.stamp.ModTime()) {
+		return a.key, nil
+	}
+	b, err := os.ReadFile(a.path)
+	if err != nil {
+		if a.key != "" {
+			return a.key, nil
+		}
+		return "", fmt.Errorf("temporal API key: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if key == "" {
+		if a.key != "" {
+			return a.key, nil
+		}
+		return "", fmt.Errorf("temporal API key: %s is empty", a.path)
+	}
+	a.key, a.stamp = key, st
+	return key, nil
+}
+
 // TemporalOptions builds the client options from the configuration.
 func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registerer) (client.Options, error) {
 	opts := client.Options{
@@ -170,11 +217,14 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 	if c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "" {
 		tc := &tls.Config{ServerName: c.TLSServerName, MinVersion: tls.VersionTLS12}
 		if c.TLSCert != "" {
-			cert, err := tls.LoadX509KeyPair(c.TLSCert, c.TLSKey)
+			// Read again when the files change: a rotated client
+			// certificate is presented at the next connection without a
+			// restart.
+			cert, err := webhook.NewCertFiles(c.TLSCert, c.TLSKey, log.With("component", "temporal-tls"))
 			if err != nil {
 				return opts, fmt.Errorf("temporal client certificate: %w", err)
 			}
-			tc.Certificates = []tls.Certificate{cert}
+			tc.GetClientCertificate = cert.GetClientCertificate
 		}
 		if c.TLSCA != "" {
 			pem, err := os.ReadFile(c.TLSCA)
@@ -190,11 +240,13 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 		opts.ConnectionOptions.TLS = tc
 	}
 	if c.APIKeyFile != "" {
-		b, err := os.ReadFile(c.APIKeyFile)
-		if err != nil {
-			return opts, fmt.Errorf("temporal API key: %w", err)
+		key := &apiKeyFile{path: c.APIKeyFile}
+		if _, err := key.get(context.Background()); err != nil {
+			return opts, err
 		}
-		opts.Credentials = client.NewAPIKeyStaticCredentials(strings.TrimSpace(string(b)))
+		// Every request asks for the key; the file is read again only
+		// when it changed, so a rotated key is used without a restart.
+		opts.Credentials = client.NewAPIKeyDynamicCredentials(key.get)
 		if opts.ConnectionOptions.TLS == nil {
 			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 		}

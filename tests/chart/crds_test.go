@@ -1,6 +1,6 @@
 // Package chart checks the odaflow Helm chart's static files.
 //
-// The CRDs in charts/odaflow/crds are rendered from the oda-canvas CRD Helm
+// The CRDs in charts/odaflow/files/crds are rendered from the oda-canvas CRD Helm
 // templates by hack/render-crds.sh, which also checks that each rendering is
 // the template with only the annotation and conversion changes. The templates
 // are not in the clone, so this test checks invariants copied from them
@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-const crdDir = "../../charts/odaflow/crds"
+const crdDir = "../../charts/odaflow/files/crds"
 
 type column struct{ Name, Type, JSONPath, Description string }
 
@@ -90,7 +90,12 @@ func deprecatedV1beta2(kind string) map[string]string {
 var want = map[string]crdWant{
 	"components": {
 		kind: "Component", served: allFour, deprecated: deprecatedV1beta2("Component"),
-		columns: sameColumns(allFour, []column{{"deployment_status", "string", ".status.summary/status.deployment_status", "Deployment status [in progress, complete, failed]"}}),
+		// The Canvas's column, then odaflow's Ready and Age (hack/rendercrds).
+		columns: sameColumns(allFour, []column{
+			{"deployment_status", "string", ".status.summary/status.deployment_status", "Deployment status [in progress, complete, failed]"},
+			{"Ready", "string", `.status.conditions[?(@.type=="Ready")].status`, "Status of the Ready condition"},
+			{"Age", "date", ".metadata.creationTimestamp", "The age of this resource"},
+		}),
 	},
 	"exposedapis": {
 		kind: "ExposedAPI", served: fromBeta, columns: sameColumns(fromBeta, exposedCols),
@@ -129,7 +134,7 @@ func TestCRDs(t *testing.T) {
 			t.Fatal(err)
 		}
 		if strings.Contains(string(raw), "{{") {
-			t.Errorf("%s: contains a Helm expression; files in crds/ are not templated", f)
+			t.Errorf("%s: contains a Helm expression; templates/crds.yaml reads these files as plain YAML", f)
 		}
 		var crd map[string]any
 		if err := yaml.Unmarshal(raw, &crd); err != nil {
@@ -186,7 +191,7 @@ func checkCRD(t *testing.T, crd map[string]any, plural string) {
 	}
 	if conv := get(crd, "spec", "conversion"); conv != nil {
 		if s := str(crd, "spec", "conversion", "strategy"); s != "None" {
-			t.Errorf("conversion strategy = %q, want None (the webhook is patched in later)", s)
+			t.Errorf("conversion strategy = %q, want None (templates/crds.yaml sets the webhook)", s)
 		}
 	}
 

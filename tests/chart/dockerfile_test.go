@@ -70,6 +70,7 @@ func TestDockerfile(t *testing.T) {
 
 	var entrypoint, cmd []string
 	user := ""
+	stamped, labelled := false, false
 	builtBinary := ""
 	copiedToFinal := map[string]string{} // destination -> source in the build stage
 	for _, in := range instrs {
@@ -114,6 +115,11 @@ func TestDockerfile(t *testing.T) {
 				} else if m[2] != "./cmd/odaflow" {
 					t.Errorf("the image builds %s, not ./cmd/odaflow", m[2])
 				}
+				stamped = strings.Contains(in.args, "-X main.version=${VERSION}")
+			}
+		case "LABEL":
+			if in.stage == last && strings.Contains(in.args, `org.opencontainers.image.version="${VERSION}"`) {
+				labelled = true
 			}
 		case "USER":
 			if in.stage == last {
@@ -128,6 +134,12 @@ func TestDockerfile(t *testing.T) {
 				t.Errorf("CMD %s is not exec form", in.args)
 			}
 		}
+	}
+	if !stamped {
+		t.Error("go build does not stamp the version (-ldflags -X main.version=${VERSION}): `odaflow version` would print dev")
+	}
+	if !labelled {
+		t.Error(`the final stage has no LABEL org.opencontainers.image.version="${VERSION}"`)
 	}
 	uid, _, _ := strings.Cut(user, ":")
 	if uid == "" || uid == "0" || uid == "root" {

@@ -65,9 +65,20 @@ func kube(t *testing.T) *localstack.Kube {
 				return
 			}
 		}
+		// The same for the Prometheus Operator's ServiceMonitor and PodMonitor.
+		for _, kind := range []string{"ServiceMonitor", "PodMonitor"} {
+			if kubeErr = os.WriteFile(filepath.Join(crdDir, "prometheus-"+strings.ToLower(kind)+".yaml"), []byte(stubCRD("monitoring.coreos.com", kind)), 0o600); kubeErr != nil {
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		kubeStack, kubeErr = localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: filepath.Join(dir, "kube"), CRDDir: crdDir})
+		kubeStack, kubeErr = localstack.StartKube(ctx, localstack.Options{
+			ToolsDir: tools, DataDir: filepath.Join(dir, "kube"), CRDDir: crdDir,
+			// TestChartConversionWebhook: the chart's webhook Service is
+			// reached at its endpoint, as in a cluster through kube-proxy.
+			KubeAPIServerExtraArgs: []string{"--enable-aggregator-routing=true"},
+		})
 	})
 	if kubeErr != nil {
 		if os.Getenv("ODAFLOW_SKIP_KUBE") != "" && os.Getenv("CI") == "" {
@@ -123,13 +134,15 @@ func ensureNamespaces(t *testing.T, c clients, names ...string) {
 	}
 }
 
-// apply server-side-applies each object (CRDs excluded: StartKube
-// installed them), as a dry run or for real.
+// apply server-side-applies each object, as a dry run or for real. CRDs
+// are applied in a dry run only: StartKube installed them, and the
+// rendered Component CRD names a webhook that only
+// TestChartConversionWebhook serves.
 func apply(t *testing.T, c clients, objs []object, dryRun bool) {
 	t.Helper()
 	ctx := context.Background()
 	for _, o := range objs {
-		if o.kind() == "CustomResourceDefinition" {
+		if o.kind() == "CustomResourceDefinition" && !dryRun {
 			continue
 		}
 		u := &unstructured.Unstructured{Object: o}
@@ -175,7 +188,8 @@ func TestServerDryRun(t *testing.T) {
 		{"full", "dryrun-full", fullValues, nil},
 		{"namespaced-kong", "dryrun-ns", "", []string{"rbac.scope=namespaced", "watchNamespaces={components}", "gateway.type=kong",
 			"keycloak.enabled=true", "keycloak.adminSecret.name=kc", "vault.enabled=true", "vault.kubernetesAuthRole=odaflow",
-			"webhook.certManager.enabled=false", "webhook.tls.existingSecret=webhook-tls"}},
+			"webhook.certManager.enabled=false", "webhook.tls.existingSecret=webhook-tls", "webhook.tls.caBundle=" + testCABundle}},
+		{"monitoring", "dryrun-default", "", []string{"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := render(t, "dry-"+tc.name, tc.ns, tc.values, tc.sets...)

@@ -48,7 +48,10 @@ func TestTemplateDefault(t *testing.T) {
 		"PodDisruptionBudget canvas/odaflow-worker",
 		"Role canvas/odaflow-watcher-leader-election",
 		"RoleBinding canvas/odaflow-watcher-leader-election",
+		"Service canvas/odaflow-watcher-metrics",
 		"Service canvas/odaflow-webhook",
+		"Service canvas/odaflow-webhook-metrics",
+		"Service canvas/odaflow-worker-metrics",
 		"ServiceAccount canvas/odaflow-watcher",
 		"ServiceAccount canvas/odaflow-webhook",
 		"ServiceAccount canvas/odaflow-worker",
@@ -363,6 +366,14 @@ func TestTemplateRejects(t *testing.T) {
 		{[]string{"webhook.sidecarInjection.enabled=true"}, "needs vault.enabled"},
 		{[]string{"rbac.scope=namespaced"}, "cannot grant access to glob namespaces"},
 		{[]string{"watcher.leaderElection.enabled=false"}, "needs watcher.leaderElection.enabled"},
+		{[]string{"webhook.certManager.enabled=false", "webhook.tls.existingSecret=tls"}, "webhook.tls.caBundle"},
+		{[]string{"metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"}, "needs metrics.service.enabled"},
+		// values.schema.json: wrong types, unknown values and unknown keys.
+		{[]string{"worker.replicaCount=two"}, "worker.replicaCount"},
+		{[]string{"logLevel=verbose"}, "logLevel"},
+		{[]string{"metrics.serviceMonitor.enabled=yes"}, "metrics.serviceMonitor.enabled"},
+		{[]string{"crds.install=sometimes"}, "crds.install"},
+		{[]string{"workerReplicas=2"}, "workerReplicas"},
 	} {
 		_, err := renderRaw(t, "odaflow", "canvas", "", tc.sets...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -58,14 +58,18 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
-Image reference. Follows the Canvas umbrella convention: global.imageRegistry,
-when set, wins over image.registry. A digest wins over the tag; the tag
-defaults to the chart's appVersion.
+Image reference. Follows the Canvas umbrella convention: global.image.registry,
+when set, wins over image.registry (global.imageRegistry, the Bitnami
+spelling, is honoured too). A digest wins over the tag; the tag defaults to
+the chart's appVersion.
 */}}
 {{- define "odaflow.image" -}}
 {{- $registry := .Values.image.registry }}
-{{- if and .Values.global .Values.global.imageRegistry }}
-{{- $registry = .Values.global.imageRegistry }}
+{{- $global := .Values.global | default dict }}
+{{- if and (kindIs "map" $global.image) $global.image.registry }}
+{{- $registry = $global.image.registry }}
+{{- else if $global.imageRegistry }}
+{{- $registry = $global.imageRegistry }}
 {{- end }}
 {{- $ref := .Values.image.repository }}
 {{- if $registry }}
@@ -155,7 +159,9 @@ binary reads each flag from the env var named here (see README.md).
 {{- $_ := required "temporal.tls.existingSecret is required when temporal.tls.enabled" .Values.temporal.tls.existingSecret }}
 - --temporal-tls-cert=/var/run/secrets/odaflow/temporal-tls/tls.crt
 - --temporal-tls-key=/var/run/secrets/odaflow/temporal-tls/tls.key
-- --temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/ca.crt
+{{- with .Values.temporal.tls.caKey }}
+- --temporal-tls-ca=/var/run/secrets/odaflow/temporal-tls/{{ . }}
+{{- end }}
 {{- with .Values.temporal.tls.serverName }}
 - --temporal-tls-server-name={{ . }}
 {{- end }}
@@ -208,6 +214,13 @@ ports:
   - name: http
     containerPort: 8080
     protocol: TCP
+# /healthz answers once the process has started; liveness and readiness
+# begin only after it has.
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: http
+  {{- toYaml .Values.probes.startup | nindent 2 }}
 livenessProbe:
   httpGet:
     path: /healthz
