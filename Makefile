@@ -8,7 +8,7 @@ ODAFLOW   := $(BIN)/odaflow
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 GOTESTFLAGS ?=
 
-.PHONY: image image-push chart contracts all dev dev-tools test tools build vet fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
+.PHONY: image image-push chart contracts all dev dev-tools test tools build vet lint fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
 
 all: build
 
@@ -16,6 +16,7 @@ help:
 	@echo "make dev     run the local stack: kube-apiserver + etcd + controller-manager, Temporal with its Web UI, worker, watcher"
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
 	@echo "make tools   build every real server the tests run into the cache (hack/tools.sh)"
+	@echo "make lint    golangci-lint and Temporal's workflowcheck (built into the cache on first use)"
 	@echo "make build   build bin/odaflow"
 	@echo "make image   build the container image without a Docker engine (bin/image: OCI layout and tarball)"
 	@echo "make fuzz    run every fuzz target in turn (FUZZTIME=10s each; FUZZTIME=10m for a long run)"
@@ -69,6 +70,15 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+## lint: golangci-lint with .golangci.yml (govet, staticcheck, errcheck,
+## forbidigo: no time.Sleep outside tests, exhaustive, ...) and Temporal's
+## workflowcheck over workflows/ with hack/workflowcheck.yaml. Both are
+## pinned and built once into the tools cache (hack/tools.sh lint).
+lint:
+	@dir="$$(hack/tools.sh lint)" && \
+	"$$dir/golangci-lint" run ./... && \
+	"$$dir/workflowcheck" -config hack/workflowcheck.yaml ./workflows/...
+
 ## test: formatting, vet, and every package's tests. The integration tests in
 ## tests/ start the real servers themselves; with CI set they fail (never skip)
 ## when the servers are missing.
@@ -78,7 +88,7 @@ vet:
 ## used. hack/secretscan then searches all of it, and the committed replay
 ## histories, for every secret: one hit fails the run.
 ARTIFACTS ?= $(CURDIR)/.test-artifacts
-test: tools fmt-check vet contracts
+test: tools lint fmt-check vet contracts
 	rm -rf $(ARTIFACTS) && mkdir -p $(ARTIFACTS)
 	set -o pipefail; ODAFLOW_TEST_ARTIFACTS=$(ARTIFACTS) $(GO) test -count=1 -timeout 30m -json $(GOTESTFLAGS) ./... 2>&1 \
 		| $(GO) run ./hack/gotestlog -o $(ARTIFACTS)/go-test.log

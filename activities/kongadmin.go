@@ -269,11 +269,11 @@ func (k *KongAdmin) put(ctx context.Context, endpoint string, body, out any) err
 func (k *KongAdmin) classify(what string, err error) error {
 	var apiErr *kong.APIError
 	if errors.As(err, &apiErr) {
-		switch c := apiErr.Code(); {
-		case c == http.StatusBadRequest || c == http.StatusConflict || c == http.StatusUnprocessableEntity:
+		switch c := apiErr.Code(); c {
+		case http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity:
 			return temporal.NewNonRetryableApplicationError(
 				fmt.Sprintf("kong admin: Kong refused to %s: %v", what, err), ErrTypeInvalid, err)
-		case c == http.StatusUnauthorized || c == http.StatusForbidden:
+		case http.StatusUnauthorized, http.StatusForbidden:
 			return temporal.NewApplicationErrorWithCause(
 				fmt.Sprintf("kong admin: Kong at %s refused the credentials to %s (HTTP %d); check the admin token", k.url, what, c),
 				ErrTypeKongUnavailable, err)

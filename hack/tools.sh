@@ -26,6 +26,9 @@
 #   hack/tools.sh postgres   install Debian's postgresql when no
 #                            /usr/lib/postgresql/*/bin/postgres exists (the
 #                            production-shape tests run it); print its bin dir
+#   hack/tools.sh lint       build golangci-lint and Temporal's workflowcheck
+#                            (go install of pinned versions) into their own
+#                            cache folder and print it (make lint runs them)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=/dev/null
@@ -53,6 +56,12 @@ helm_dir="$cache_root/helm-${HELM_VERSION}_${helm_hash}"
 TEMPORAL_SERVER_VERSION=v1.32.1
 tserver_hash="$(cat "$root/tools/temporal-server/go.mod" "$root/tools/temporal-server/go.sum" | sha256sum | cut -c1-12)"
 tserver_dir="$cache_root/temporal-server-${TEMPORAL_SERVER_VERSION}_${tserver_hash}"
+
+# The linters must be built by a Go at least as new as the code they read,
+# so their folder is keyed by the Go version too.
+GOLANGCI_LINT_VERSION=v2.15.0
+WORKFLOWCHECK_VERSION=v0.6.0
+lint_dir="$cache_root/lint_golangci-lint-${GOLANGCI_LINT_VERSION}_workflowcheck-${WORKFLOWCHECK_VERSION}_$(go env GOVERSION)"
 
 if [[ "${1:-}" == "--path" ]]; then
   case "${2:-}" in
@@ -145,6 +154,25 @@ build_temporal_server() {
   ln -sfn "$tserver_dir" "$root/bin/temporal-server"
 }
 
+build_lint() {
+  mkdir -p "$lint_dir"
+  local tool pkg start tmp
+  for tool in golangci-lint workflowcheck; do
+    [[ -x "$lint_dir/$tool" ]] && continue
+    case $tool in
+      golangci-lint) pkg="github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}" ;;
+      workflowcheck) pkg="go.temporal.io/sdk/contrib/tools/workflowcheck@${WORKFLOWCHECK_VERSION}" ;;
+    esac
+    log "building $tool (cold: several minutes)"
+    start=$SECONDS
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "$pkg")
+    mv "$tmp/$tool" "$lint_dir/$tool"
+    rm -rf "$tmp"
+    log "$tool built in $((SECONDS - start))s"
+  done
+}
+
 # Debian's PostgreSQL; a fresh CI machine may lack it. We run as root there,
 # so no sudo.
 install_postgres() {
@@ -178,6 +206,11 @@ if [[ "${1:-}" == "temporal-server" ]]; then
 fi
 if [[ "${1:-}" == "postgres" ]]; then
   install_postgres
+  exit 0
+fi
+if [[ "${1:-}" == "lint" ]]; then
+  build_lint
+  echo "$lint_dir"
   exit 0
 fi
 if [[ "${1:-}" == "helm" ]]; then

@@ -160,11 +160,6 @@ type fields struct {
 	errs *FieldErrors
 }
 
-func (f fields) has(key string) bool {
-	v, ok := f.obj[key]
-	return ok && v != nil
-}
-
 func (f fields) str(key string) string {
 	v, ok := f.obj[key]
 	if !ok || v == nil {

@@ -515,11 +515,11 @@ func TestWatcherRestartStaysSilentForObservedState(t *testing.T) {
 	setAnnotation(api, oda.AnnotationObservedHash, hashWith(ev.Hash, &workflows.Exposure{}))
 
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{handled, stale, fresh, api}})
-	calls := h.sig.awaitCalls(t, 2)
+	h.sig.awaitCalls(t, 2)
 	h.awaitCounter(h.metrics.Dedup, 1, "Component", "observed")
 	h.awaitCounter(h.metrics.Dedup, 1, "ExposedAPI", "observed")
 	h.idle()
-	calls = h.sig.snapshot()
+	calls := h.sig.snapshot()
 	want := []string{
 		"SignalWithStart Component/components/fresh resource-event",
 		"SignalWithStart Component/components/stale resource-event",
@@ -634,7 +634,7 @@ func TestWatcherEndpointSlicesReSignalTheirExposedAPIs(t *testing.T) {
 	if err := h.core.DiscoveryV1().EndpointSlices("ns1").Delete(context.Background(), slice.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	calls = h.sig.awaitCalls(t, 8)
+	h.sig.awaitCalls(t, 8)
 	h.idle()
 	calls = h.sig.snapshot()
 	if len(calls) != 8 || calls[7].WorkflowID != "ExposedAPI/ns1/e1" || eventOf(t, calls[7]).Exposure.ImplementationReady {

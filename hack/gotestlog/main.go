@@ -26,7 +26,7 @@ type event struct {
 func main() {
 	out := flag.String("o", "", "write the whole output of the run here")
 	flag.Parse()
-	var log io.Writer = io.Discard
+	log := io.Discard
 	if *out != "" {
 		f, err := os.Create(*out)
 		if err != nil {

@@ -407,7 +407,7 @@ func assertWorkflow(ctx context.Context, t *testing.T, tmp *Temporal, id string)
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.DescribeWorkflowExecution(ctx, id, ""); err != nil {
+	if _, err := c.DescribeWorkflow(ctx, id, ""); err != nil {
 		t.Fatalf("workflow %s after restart: %v", id, err)
 	}
 }

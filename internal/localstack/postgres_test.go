@@ -29,7 +29,7 @@ func TestPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatalf("start: %v\n%s", err, logs.tail(4000))
 	}
-	defer pg.Stop()
+	defer func() { _ = pg.Stop() }()
 	if os.Geteuid() == 0 {
 		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pg.proc.Pid()))
 		if err != nil {

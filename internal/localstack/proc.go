@@ -28,7 +28,6 @@ type process struct {
 	name string
 	path string
 	args []string
-	env  []string
 
 	cmd     *exec.Cmd
 	logFile *os.File

@@ -202,7 +202,7 @@ func run(ctx context.Context, env *benchEnv, sizes, out string, concurrency int,
 		fmt.Printf("\n== %d Component(s) at once ==\n", n)
 		r, err := env.runSize(ctx, round, n, concurrency, warmup, timeout)
 		if err != nil {
-			return fmt.Errorf("N=%d: %w", n, err)
+			return fmt.Errorf("%d Components: %w", n, err)
 		}
 		results = append(results, r)
 		printTable(results)

@@ -93,8 +93,6 @@ var apiFaults = []localstack.FaultRule{
 type childLog struct {
 	mu             sync.Mutex
 	added, deleted map[string]int
-	uids           map[string]string
-	stop           func()
 }
 
 func watchChildren(t *testing.T, gvr schema.GroupVersionResource, ns string) *childLog {

@@ -42,9 +42,9 @@ func TestComponentLifecycleOnRealServers(t *testing.T) {
 	// The watcher's workflow-task timeout reaches Temporal: with the
 	// default 10 s, tasks whose apiserver calls run long under load lose
 	// their heartbeat and run those calls again.
-	if d, err := stack.tc.DescribeWorkflowExecution(context.Background(), wfID, ""); err != nil {
+	if d, err := stack.tc.DescribeWorkflow(context.Background(), wfID, ""); err != nil {
 		t.Fatal(err)
-	} else if got := d.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != config.DefaultWorkflowTaskTimeout {
+	} else if got := d.RawResponse.GetExecutionConfig().GetDefaultWorkflowTaskTimeout().AsDuration(); got != config.DefaultWorkflowTaskTimeout {
 		t.Errorf("workflow-task timeout %s, want the watcher's %s", got, config.DefaultWorkflowTaskTimeout)
 	}
 	exposed := listChildren(t, oda.KindExposedAPI, ns, component)

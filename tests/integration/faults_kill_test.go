@@ -380,10 +380,11 @@ func whereIs(tc client.Client, workflowID string) string {
 			parts = append(parts, fmt.Sprintf("explain %+v", e))
 		}
 	}
-	d, err := tc.DescribeWorkflowExecution(ctx, workflowID, "")
+	desc, err := tc.DescribeWorkflow(ctx, workflowID, "")
 	if err != nil {
 		return strings.Join(append(parts, "describe: "+err.Error()), "; ")
 	}
+	d := desc.RawResponse
 	for _, a := range d.GetPendingActivities() {
 		parts = append(parts, fmt.Sprintf("pending activity %s attempt %d state %s", a.GetActivityType().GetName(), a.GetAttempt(), a.GetState()))
 	}

@@ -122,11 +122,11 @@ func runsIn(t *testing.T, tc client.Client, workflowID string) []string {
 }
 
 func workflowStatus(workflowID string) (enumspb.WorkflowExecutionStatus, error) {
-	d, err := stack.tc.DescribeWorkflowExecution(context.Background(), workflowID, "")
+	d, err := stack.tc.DescribeWorkflow(context.Background(), workflowID, "")
 	if err != nil {
 		return 0, err
 	}
-	return d.GetWorkflowExecutionInfo().GetStatus(), nil
+	return d.Status, nil
 }
 
 func eventsFor(t *testing.T, ns, name string) []string {

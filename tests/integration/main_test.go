@@ -108,7 +108,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: start kube: %v\n", err)
 		return 1
 	}
-	defer stack.kube.Stop()
+	defer func() { _ = stack.kube.Stop() }()
 	// The Temporal CLI built by hack/tools.sh, started the SDK's way: in
 	// memory, on a free port, without any download.
 	stack.temporal, err = testsuite.StartDevServer(ctx, testsuite.DevServerOptions{

@@ -50,11 +50,12 @@ func WriteHistory(ctx context.Context, w io.Writer, tc client.Client, id string)
 		}
 		fmt.Fprintf(w, "  %3d %7.3fs %s %s\n", ev.GetEventId(), at.Sub(start).Seconds(), strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), detail)
 	}
-	desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+	described, err := tc.DescribeWorkflow(ctx, id, "")
 	if err != nil {
 		fmt.Fprintln(w, "  (describe:", err, ")")
 		return
 	}
+	desc := described.RawResponse
 	for _, pa := range desc.GetPendingActivities() {
 		fmt.Fprintf(w, "  pending activity %s %s: %s, attempt %d, last started %s, last failure %q\n",
 			pa.GetActivityId(), pa.GetActivityType().GetName(), pa.GetState(), pa.GetAttempt(),

@@ -2,7 +2,6 @@ package production
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,7 +182,7 @@ func lastWorkflowTaskWorker(t *testing.T, workflowID string) *proc {
 func reportExits(t *testing.T) {
 	for _, p := range append(env.workers[:], env.watchers[:]...) {
 		if p != nil && !p.alive() {
-			t.Log(fmt.Sprintf("%s exited during the fault (%v); the next test starts a new one", p.name, p.cmd.ProcessState))
+			t.Logf("%s exited during the fault (%v); the next test starts a new one", p.name, p.cmd.ProcessState)
 		}
 	}
 }

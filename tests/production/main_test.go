@@ -117,7 +117,7 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail("start kube: %v", err)
 	}
-	defer env.kube.Stop()
+	defer func() { _ = env.kube.Stop() }()
 	serverLogs, err := os.Create(filepath.Join(env.logDir, "temporal-and-postgres.log"))
 	if err != nil {
 		return fail("%v", err)
@@ -129,8 +129,8 @@ func run(m *testing.M) int {
 		return fail("%v", err)
 	}
 	// Deferred in this order so Temporal stops before PostgreSQL.
-	defer env.pg.Stop()
-	defer env.temporal.Stop()
+	defer func() { _ = env.pg.Stop() }()
+	defer func() { _ = env.temporal.Stop() }()
 	fmt.Fprintf(os.Stderr, "production: kube-apiserver, PostgreSQL and temporal-server ready in %s\n", time.Since(start).Round(time.Millisecond))
 
 	env.tc, err = env.temporal.Dial(ctx)

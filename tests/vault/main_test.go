@@ -86,7 +86,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "tests/vault: start kube: %v\n", err)
 		return 1
 	}
-	defer env.kube.Stop()
+	defer func() { _ = env.kube.Stop() }()
 	env.core = kubernetes.NewForConfigOrDie(env.kube.RESTConfig)
 	env.dyn = dynamic.NewForConfigOrDie(env.kube.RESTConfig)
 

@@ -158,7 +158,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 	if _, err := regs.Create(ctx, whc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	defer regs.Delete(context.Background(), whc.Name, metav1.DeleteOptions{})
+	defer func() { _ = regs.Delete(context.Background(), whc.Name, metav1.DeleteOptions{}) }()
 
 	// The SecretsManagement, as the Component operator creates it.
 	sm := &unstructured.Unstructured{Object: map[string]any{
@@ -285,7 +285,7 @@ func TestWebhookReadyWaitsForTheCache(t *testing.T) {
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Shutdown(context.Background())
+	defer func() { _ = srv.Shutdown(context.Background()) }()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}

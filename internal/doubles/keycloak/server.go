@@ -112,7 +112,9 @@ func New(opts Options) (*Server, error) {
 		s.now = time.Now
 	}
 	m := s.addRealm(AdminRealm)
-	m.addClient(map[string]any{"clientId": AdminClientID, "publicClient": true})
+	if _, err := m.addClient(map[string]any{"clientId": AdminClientID, "publicClient": true}); err != nil {
+		return nil, err
+	}
 	if _, err := m.addUser(map[string]any{"username": AdminUser, "enabled": true}, opts.AdminPassword, true); err != nil {
 		return nil, err
 	}

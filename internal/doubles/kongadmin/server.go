@@ -180,6 +180,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		panic(http.ErrAbortHandler) // closes the connection without an answer
+	case FaultNone:
 	}
 	if s.Token != "" && r.Header.Get("Kong-Admin-Token") != s.Token {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Invalid credentials. Token or User credentials required"})
