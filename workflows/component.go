@@ -84,7 +84,6 @@ const defaultHistoryLimit = 10000
 // ends when the Component is deleted. Children are garbage-collected through
 // their owner references.
 func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
-	ctx = withBaseline(ctx)
 	c := &component{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit}
 	if c.historyLimit == 0 {
 		c.historyLimit = defaultHistoryLimit
@@ -130,8 +129,7 @@ func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > c.historyLimit {
 			c.drain(ctx, events, childCh)
 			// A deferred write is not carried across: wait for it.
-			deferred := atBaseline(ctx, baselineQuietProgress) && c.settling
-			if c.next == nil && !c.gone && !c.dirty() && !deferred {
+			if c.next == nil && !c.gone && !c.dirty() && !c.progress.pending() {
 				st := c.st
 				return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
 					Namespace: c.ns, Name: c.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
@@ -153,17 +151,45 @@ type component struct {
 	statusDirty  bool
 	adoptCh      workflow.ReceiveChannel
 	adopt        []oda.WorkloadRef
-	// settle is a short timer that lets child updates arriving together
-	// share one status write.
-	settle       workflow.Future
-	cancelSettle workflow.CancelFunc
-	// settleFor is how long the pending settle timer was set for.
-	settleFor   time.Duration
-	settling    bool
-	settleFired bool
-	// deferredEvent is a Normal Event held back with a deferred write
-	// (deferProgress).
+	// progress holds back the write of an In-Progress phase, so that child
+	// updates arriving meanwhile share one status write (deferProgress).
+	progress progressTimer
+	// deferredEvent is a Normal Event held back with a deferred write.
 	deferredEvent *activities.Event
+}
+
+// progressTimer is a deferred status write's timer: how long it was set
+// for, and whether it fired since the last reconcile.
+type progressTimer struct {
+	timer  workflow.Future
+	cancel workflow.CancelFunc
+	delay  time.Duration
+	fired  bool
+}
+
+// pending reports whether a write is being held back.
+func (p *progressTimer) pending() bool { return p.timer != nil }
+
+// start sets the timer for d unless one is pending for no longer than d.
+func (p *progressTimer) start(ctx workflow.Context, d time.Duration) {
+	if p.timer != nil && d < p.delay {
+		// A new phase does not wait for a refresh's longer delay.
+		p.stop()
+	}
+	if p.timer == nil {
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		p.timer, p.cancel, p.delay = workflow.NewTimer(timerCtx, d), cancel, d
+	}
+}
+
+// stop cancels a pending timer: the write it held back is going out now,
+// and a timer left running would cost a workflow task that writes nothing.
+func (p *progressTimer) stop() {
+	if p.timer == nil {
+		return
+	}
+	p.cancel()
+	p.timer, p.cancel = nil, nil
 }
 
 func (c *component) ref() oda.Ref {
@@ -172,7 +198,7 @@ func (c *component) ref() oda.Ref {
 
 // dirty reports work that is due without waiting for a signal.
 func (c *component) dirty() bool {
-	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || (c.statusDirty && !c.settling) || len(c.adopt) > 0)
+	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || (c.statusDirty && !c.progress.pending()) || len(c.adopt) > 0)
 }
 
 // wait blocks until a signal or the retry timer.
@@ -199,11 +225,10 @@ func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveC
 			c.retryDue = true
 		})
 	}
-	if c.settle != nil {
-		sel.AddFuture(c.settle, func(workflow.Future) {
-			c.settle, c.cancelSettle = nil, nil
-			c.settling = false
-			c.settleFired = true
+	if c.progress.pending() {
+		sel.AddFuture(c.progress.timer, func(workflow.Future) {
+			c.progress.timer, c.progress.cancel = nil, nil
+			c.progress.fired = true
 		})
 	}
 	sel.Select(ctx)
@@ -219,7 +244,7 @@ func (c *component) drain(ctx workflow.Context, events, childCh workflow.Receive
 		}
 		c.onEvent(ev)
 	}
-	c.next = c.succ.resolve(ctx, c.next)
+	c.next = c.succ.resolve(c.next)
 	for {
 		var cs ChildStatus
 		if !childCh.ReceiveAsync(&cs) {
@@ -314,26 +339,16 @@ func (c *component) reconcile(ctx workflow.Context) error {
 	if len(c.adopt) > 0 {
 		c.adoptWorkloads(ctx)
 	}
-	if c.deferWrite(ctx, event) {
+	if c.deferProgress(ctx, event) {
 		return nil
 	}
 	if event == nil {
 		event = c.deferredEvent
 	}
 	c.deferredEvent = nil
-	c.dropSettle(ctx)
+	c.progress.stop()
 	c.statusDirty = false
 	return c.writeStatus(ctx, event)
-}
-
-// deferWrite holds a status write back on the settle timer: at
-// baselineQuietProgress any write of an In-Progress phase (deferProgress),
-// before it only a refresh of child entries (shouldSettle).
-func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bool {
-	if atBaseline(ctx, baselineQuietProgress) {
-		return c.deferProgress(ctx, event)
-	}
-	return event == nil && c.shouldSettle(ctx)
 }
 
 // progressDelay is how long a Component must have been in progress before
@@ -346,7 +361,7 @@ func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bo
 const progressDelay = time.Second
 
 // refreshDelay is how long a change that only refreshes the child entries
-// of an In-Progress phase already written waits (from baseline level 3):
+// of an In-Progress phase already written waits:
 // under load each child is a second or more behind the previous one, and
 // writing every url as it comes costs a Component write (the largest
 // object, sent to every watcher) and a workflow task each; the phase shown
@@ -359,8 +374,8 @@ const refreshDelay = 5 * time.Second
 // every change meanwhile into one write; a Warning Event or a phase out of
 // progress goes out at once and takes the deferred changes with it.
 func (c *component) deferProgress(ctx workflow.Context, event *activities.Event) bool {
-	fired := c.settleFired
-	c.settleFired = false
+	fired := c.progress.fired
+	c.progress.fired = false
 	if event == nil && !c.statusDirty {
 		return false // nothing new: writeStatus finds nothing to write
 	}
@@ -378,70 +393,11 @@ func (c *component) deferProgress(ctx workflow.Context, event *activities.Event)
 		c.deferredEvent = event
 	}
 	delay := progressDelay
-	if atBaseline(ctx, baselineQuietRefresh) && phase == c.st.DeploymentStatus && c.deferredEvent == nil {
+	if phase == c.st.DeploymentStatus && c.deferredEvent == nil {
 		delay = refreshDelay
 	}
 	c.statusDirty = true
-	c.settling = true
-	if c.settle != nil && delay < c.settleFor {
-		// A new phase does not wait for a refresh's longer delay.
-		c.cancelSettle()
-		c.settle = nil
-	}
-	if c.settle == nil {
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		c.settle, c.cancelSettle, c.settleFor = workflow.NewTimer(timerCtx, delay), cancel, delay
-	}
-	return true
-}
-
-// changeCancelSettle is the workflow change that cancels a settle timer
-// once a status write has gone out anyway (a change of deployment_status
-// is written at once): the write carries every child update the timer was
-// gathering, and the timer left running cost a workflow task that wrote
-// nothing when it fired.
-const changeCancelSettle = "cancel-settle-on-write"
-
-// dropSettle cancels a pending settle timer before a status write.
-func (c *component) dropSettle(ctx workflow.Context) {
-	if c.settle == nil || !changed(ctx, changeCancelSettle) {
-		return
-	}
-	c.cancelSettle()
-	c.settle, c.cancelSettle, c.settling = nil, nil, false
-}
-
-// settleDelay is how long a child update waits for its siblings: children
-// applied together usually become ready together.
-const settleDelay = 150 * time.Millisecond
-
-// changeSettle is the workflow change that coalesces child updates.
-const changeSettle = "coalesce-child-status"
-
-// shouldSettle defers a status write that only refreshes child entries
-// while other children are still on their way; a change of
-// deployment_status is always written at once.
-func (c *component) shouldSettle(ctx workflow.Context) bool {
-	if !c.statusDirty {
-		return false
-	}
-	if c.settleFired {
-		c.settleFired = false
-		return false
-	}
-	if oda.DeploymentStatus(c.status()) != c.st.DeploymentStatus || c.st.DeploymentStatus != oda.StatusCompCon {
-		c.settling = false
-		return false
-	}
-	if c.settle != nil {
-		return true // already waiting for the siblings
-	}
-	if !changed(ctx, changeSettle) {
-		return false
-	}
-	c.settling = true
-	timerCtx, cancel := workflow.WithCancel(ctx)
-	c.settle, c.cancelSettle = workflow.NewTimer(timerCtx, settleDelay), cancel
+	c.progress.start(ctx, delay)
 	return true
 }
 
@@ -470,15 +426,14 @@ func (c *component) releaseFinalizers(ctx workflow.Context) error {
 	return nil
 }
 
-// changeGatewayLimits: a spec whose ExposedAPIs a gateway cannot serve
+// applyChildren applies the children the spec asks for and deletes the
+// ones it no longer does. A spec whose ExposedAPIs a gateway cannot serve
 // safely (a name too long for the gateway objects, a path such as "/" that
 // takes other components' traffic) fails up front with InvalidSpec instead
 // of creating the children.
-const changeGatewayLimits = "gateway-limits"
-
 func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	desired, errs := oda.DesiredChildren(c.name, c.st.Spec)
-	if len(errs) == 0 && changed(ctx, changeGatewayLimits) {
+	if len(errs) == 0 {
 		errs = oda.GatewayProblems(desired)
 	}
 	if len(errs) > 0 {
@@ -487,9 +442,10 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 		return &activities.Event{Type: "Warning", Reason: "InvalidSpec", Message: c.st.Failure.Message}
 	}
 	c.st.SecretsManagementSpec = desired.SecretsManagement
-	if atBaseline(ctx, baselineQuietProgress) {
-		desired.Children = oda.WithCleanupFinalizers(desired.Children)
-	}
+	// The children whose workflows clean up outside the cluster are created
+	// with odaflow's finalizer on, so their workflows need no request of
+	// their own to add it.
+	desired.Children = oda.WithCleanupFinalizers(desired.Children)
 	wanted := map[string]bool{}
 	for _, ch := range desired.Children {
 		wanted[ch.Kind+"/"+ch.Name] = true
@@ -537,19 +493,12 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 	return &activities.Event{Type: "Normal", Reason: "ChildrenApplied", Message: fmt.Sprintf("%d children applied, %d removed", len(records), len(del))}
 }
 
-// changeReleaseChildFinalizers is the workflow change that releases the kopf
-// finalizers of children no odaflow workflow serves.
-const changeReleaseChildFinalizers = "release-child-kopf-finalizers"
-
 // releaseChildFinalizers takes the kopf finalizer off the Component's
 // children whose kinds have no odaflow lifecycle of their own (a Python
 // Canvas put it there for its delete handlers). Without this, the garbage
 // collector's deletion of those children would hang once the Python
 // operators are gone. Children with their own workflow release it there.
 func (c *component) releaseChildFinalizers(ctx workflow.Context) {
-	if !changed(ctx, changeReleaseChildFinalizers) {
-		return
-	}
 	var kube *activities.Kube
 	futures := make([]workflow.Future, 0, len(c.st.Children))
 	for _, ch := range c.st.Children {

@@ -60,7 +60,6 @@ const (
 // history events. When a Service Inventory is configured, each resolution
 // is recorded there too; the inventory being down delays only that step.
 func DependentAPIWorkflow(ctx workflow.Context, in DependentAPIInput) error {
-	ctx = withBaseline(ctx)
 	d := &dependentAPI{ns: in.Namespace, name: in.Name}
 	if in.State != nil {
 		d.st = *in.State

@@ -60,10 +60,6 @@ type ExposedAPIState struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// changeRetryWaits is the workflow change after which a failed attempt
-// waits for its backoff timer instead of retrying at once.
-const changeRetryWaits = "expose-retry-waits-for-backoff"
-
 // ExposedAPIWorkflow publishes one ExposedAPI through the configured API
 // gateway and keeps its url and ready flag true: the watcher re-drives it
 // when the spec, the ingress address or the implementation's endpoints
@@ -72,7 +68,6 @@ const changeRetryWaits = "expose-retry-waits-for-backoff"
 // removing what owner references cannot (gateway objects in another
 // namespace).
 func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
-	ctx = withBaseline(ctx)
 	x := &exposedAPI{ns: in.Namespace, name: in.Name}
 	if in.State != nil {
 		x.st = *in.State
@@ -158,7 +153,7 @@ func (x *exposedAPI) drain(ctx workflow.Context, events workflow.ReceiveChannel)
 		x.onEvent(ev)
 		ev = ResourceEvent{}
 	}
-	x.next = x.succ.resolve(ctx, x.next)
+	x.next = x.succ.resolve(x.next)
 }
 
 func (x *exposedAPI) onEvent(ev ResourceEvent) {
@@ -214,7 +209,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 	path, _ := x.st.Spec["path"].(string)
 	if _, err := gateway.ParseSpec(x.st.Spec); err != nil {
 		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
-	} else if problem := oda.ExposedPathProblem(path); problem != "" && changed(ctx, changeGatewayLimits) {
+	} else if problem := oda.ExposedPathProblem(path); problem != "" {
 		// An ExposedAPI made by hand gets the same path rule as one made
 		// from a Component.
 		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
@@ -247,9 +242,6 @@ func (x *exposedAPI) reconcile(ctx workflow.Context) {
 		// workflow waits, so a gateway that keeps failing costs one attempt
 		// per backoff step, not a busy loop.
 		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if !changed(ctx, changeRetryWaits) {
-			x.st.DoneHash = "" // the first release retried at once
-		}
 		x.reportFailure(ctx)
 		return
 	}
@@ -292,14 +284,13 @@ func (x *exposedAPI) reportFailure(ctx workflow.Context) {
 // unexpose removes what owner references cannot, then releases the
 // finalizers (odaflow's and a Python Canvas's kopf finalizer).
 func (x *exposedAPI) unexpose(ctx workflow.Context) {
-	// Since changeBlockedDeletion a deletion the gateway keeps refusing is
-	// reported on the object after maxCleanupFailures attempts, and the
-	// skip-cleanup annotation releases it without cleaning up.
-	blockedVisible := changed(ctx, changeBlockedDeletion)
-	if blockedVisible && x.released {
+	// A deletion the gateway keeps refusing is reported on the object after
+	// maxCleanupFailures attempts, and the skip-cleanup annotation releases
+	// it without cleaning up.
+	if x.released {
 		return // a backoff timer from before the release fired; nothing left to do
 	}
-	skip := blockedVisible && x.st.Annotations[oda.AnnotationSkipCleanup] == "true"
+	skip := x.st.Annotations[oda.AnnotationSkipCleanup] == "true"
 	summary := "remove gateway objects"
 	if skip {
 		summary = "release finalizers, gateway objects left in place on request"
@@ -314,10 +305,7 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 		x.st.Failure = &oda.Failure{Reason: "CleanupFailed", Message: "could not remove gateway objects: " + rootMessage(err)}
 		x.st.Failures++
 		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if !changed(ctx, changeRetryWaits) {
-			x.st.DoneHash = ""
-		}
-		if blockedVisible && x.st.Failures >= maxCleanupFailures {
+		if x.st.Failures >= maxCleanupFailures {
 			x.st.Failure = &oda.Failure{Reason: "CleanupBlocked", Message: "could not remove gateway objects after " + strconv.Itoa(x.st.Failures) +
 				" attempts: " + rootMessage(err) + "; to release the ExposedAPI without cleaning up, annotate it " + oda.AnnotationSkipCleanup + "=true"}
 			x.reportFailure(ctx)
@@ -327,10 +315,6 @@ func (x *exposedAPI) unexpose(ctx workflow.Context) {
 	x.st.Applied = nil
 	x.released = true
 }
-
-// changeBlockedDeletion is the workflow change after which a blocked
-// deletion is reported and can be released by annotation.
-const changeBlockedDeletion = "exposedapi-blocked-deletion"
 
 func (x *exposedAPI) explain() (Explanation, error) {
 	e := Explanation{Resource: x.ref().String(), UID: x.st.UID, DeploymentStatus: x.st.Phase, Failure: x.st.Failure}

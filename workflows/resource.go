@@ -145,7 +145,7 @@ func (r *resourceLoop) drain(ctx workflow.Context, events workflow.ReceiveChanne
 		r.onEvent(ev)
 		ev = ResourceEvent{}
 	}
-	r.next = r.succ.resolve(ctx, r.next)
+	r.next = r.succ.resolve(r.next)
 }
 
 func (r *resourceLoop) onEvent(ev ResourceEvent) {
@@ -209,13 +209,12 @@ func (r *resourceLoop) succeeded() {
 }
 
 // quietFirstReport is true for the first status a resource that belongs to
-// a Component reports, at baselineQuietProgress: its Component's
+// a Component reports: its Component's
 // DeploymentStatus Event already tells that the step is done, as it does
 // for ExposedAPIs, which never recorded one. Later phase changes, a
 // recovery and every failure still record an Event.
-func (r *resourceLoop) quietFirstReport(ctx workflow.Context) bool {
-	return r.st.Phase == "" && r.st.Failure == nil && r.st.Labels[oda.LabelComponentName] != "" &&
-		atBaseline(ctx, baselineQuietProgress)
+func (r *resourceLoop) quietFirstReport() bool {
+	return r.st.Phase == "" && r.st.Failure == nil && r.st.Labels[oda.LabelComponentName] != ""
 }
 
 // report writes the resource's status with a Ready condition for phase and
@@ -245,7 +244,7 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	switch {
 	case failure != nil && (r.st.Failure == nil || *r.st.Failure != *failure || r.st.Phase != phase):
 		event = &activities.Event{Type: "Warning", Reason: failure.Reason, Message: failure.Message}
-	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil) && !r.quietFirstReport(ctx):
+	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil) && !r.quietFirstReport():
 		event = &activities.Event{Type: "Normal", Reason: phase, Message: cond.Message}
 	}
 	var kube *activities.Kube
