@@ -283,7 +283,7 @@ func TestComponentContinuesAsNewBeforeHistoryGrows(t *testing.T) {
 	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
-	if next.State == nil || next.State.UID != testUID || len(next.State.Children) != 5 || next.HistoryLimit != 30 {
+	if next.State == nil || next.State.Resource.UID != testUID || len(next.State.Children) != 5 || next.HistoryLimit != 30 {
 		t.Errorf("carried state = %+v", next.State)
 	}
 }
@@ -320,10 +320,11 @@ func TestComponentDeletionReleasesKopfFinalizer(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	// The Component's own kopf finalizer, then (once it is gone) its
-	// IdentityConfig child's, which no odaflow workflow serves yet.
+	// The Component's own finalizers (odaflow's and kopf's), then (once it
+	// is gone) its IdentityConfig child's kopf finalizer, which no odaflow
+	// workflow serves yet.
 	want := []string{
-		"Component/components/ctk-productcatalogmanagement uid-1 [" + oda.KopfFinalizer + "]",
+		"Component/components/ctk-productcatalogmanagement uid-1 [" + oda.Finalizer + " " + oda.KopfFinalizer + "]",
 		"IdentityConfig/components/ctk-productcatalogmanagement uid-ctk-productcatalogmanagement [" + oda.KopfFinalizer + "]",
 	}
 	var got []string
@@ -487,6 +488,66 @@ func TestComponentRefreshesAWrittenPhaseLessOften(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.wantWrite) {
 				t.Errorf("writes = %v, want %v", got, tc.wantWrite)
+			}
+		})
+	}
+}
+
+func TestProgressDeferral(t *testing.T) {
+	normal := &activities.Event{Type: "Normal", Reason: "ChildrenApplied"}
+	warning := &activities.Event{Type: "Warning", Reason: "ApplyFailed"}
+	for _, tc := range []struct {
+		name               string
+		fired, dirty, held bool
+		event              *activities.Event
+		phase, written     string
+		want               time.Duration
+		wantDefer          bool
+	}{
+		{"nothing new", false, false, false, nil, oda.StatusCompCon, oda.StatusCompCon, 0, false},
+		{"the timer fired", true, true, false, nil, oda.StatusCompCon, "", 0, false},
+		{"a Warning goes at once", false, true, false, warning, oda.StatusCompCon, "", 0, false},
+		{"a phase out of progress goes at once", false, true, false, nil, oda.StatusComplete, oda.StatusCompCon, 0, false},
+		{"a new In-Progress phase waits", false, true, false, nil, oda.StatusIDConfOp, oda.StatusCompCon, progressDelay, true},
+		{"the first phase waits with its Event", false, false, false, normal, oda.StatusCompCon, "", progressDelay, true},
+		{"a refresh of the written phase", false, true, false, nil, oda.StatusCompCon, oda.StatusCompCon, refreshDelay, true},
+		{"a refresh with an Event held back", false, true, true, nil, oda.StatusCompCon, oda.StatusCompCon, progressDelay, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := progressDeferral(tc.fired, tc.dirty, tc.event, tc.phase, tc.written, tc.held)
+			if d != tc.want || ok != tc.wantDefer {
+				t.Errorf("progressDeferral = %s, %v; want %s, %v", d, ok, tc.want, tc.wantDefer)
+			}
+		})
+	}
+}
+
+func TestDeploymentEvent(t *testing.T) {
+	failure := &oda.Failure{Reason: "InvalidSpec", Message: "spec.x is wrong"}
+	applied := &activities.Event{Type: "Normal", Reason: "ChildrenApplied"}
+	rejected := &activities.Event{Type: "Warning", Reason: "ChildRejected", Message: "no"}
+	for _, tc := range []struct {
+		name           string
+		written, phase string
+		failure        *oda.Failure
+		event          *activities.Event
+		want           string
+	}{
+		{"same phase, no Event", oda.StatusCompCon, oda.StatusCompCon, nil, nil, ""},
+		{"same phase keeps its Event", oda.StatusCompCon, oda.StatusCompCon, nil, applied, "Normal ChildrenApplied"},
+		{"a new phase is told", oda.StatusCompCon, oda.StatusComplete, nil, nil, "Normal DeploymentStatus deployment_status is now Complete"},
+		{"a new phase replaces a Normal Event", "", oda.StatusCompCon, nil, applied, "Normal DeploymentStatus deployment_status is now In-Progress-CompCon"},
+		{"Failed says why", "", oda.StatusFailed, failure, nil, "Warning DeploymentStatus deployment_status is now Failed: spec.x is wrong"},
+		{"a Warning stays", oda.StatusCompCon, oda.StatusFailed, failure, rejected, "Warning ChildRejected no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := deploymentEvent(tc.written, tc.phase, tc.failure, tc.event)
+			got := ""
+			if ev != nil {
+				got = strings.TrimSpace(ev.Type + " " + ev.Reason + " " + ev.Message)
+			}
+			if got != tc.want {
+				t.Errorf("event = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -83,7 +83,7 @@ type dependentAPI struct {
 	searchAttributes bool
 }
 
-func (d *dependentAPI) observe(ev ResourceEvent) {
+func (d *dependentAPI) observe(ev ResourceEvent, _ bool) {
 	d.st.Providers = nil
 	if ev.Dependency != nil {
 		d.st.Providers = ev.Dependency.Providers
