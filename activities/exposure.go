@@ -115,52 +115,38 @@ func (r ObjectRef) key() string {
 	return group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
 }
 
-// ExposeInput is one ExposedAPI to publish and report on.
+// ExposeInput is one ExposedAPI whose gateway objects to apply, or remove.
 type ExposeInput struct {
-	API                 gateway.API      `json:"api"`
-	Ingress             *gateway.Ingress `json:"ingress,omitempty"`
-	ImplementationReady bool             `json:"implementationReady"`
-	// Failure, when set, is reported instead of exposing (invalid spec,
-	// a path prefix another ExposedAPI holds); stale objects are removed.
-	Failure *oda.Failure `json:"failure,omitempty"`
-	// SkipApply reuses Applied: only the url and readiness changed.
-	SkipApply         bool           `json:"skipApply,omitempty"`
-	Applied           []ObjectRef    `json:"applied,omitempty"`
-	ObservedHash      string         `json:"observedHash"`
-	Generation        int64          `json:"generation"`
-	PreviousCondition *oda.Condition `json:"previousCondition,omitempty"`
-	PreviousPhase     string         `json:"previousPhase,omitempty"`
-	// StatusFence orders this status write after the workflow's earlier
-	// ones (StatusFence).
-	StatusFence *StatusFence `json:"statusFence,omitempty"`
-	// ResourceVersion guards the first status write
-	// (WriteStatusInput.ResourceVersion).
+	API     gateway.API      `json:"api"`
+	Ingress *gateway.Ingress `json:"ingress,omitempty"`
+	// Remove deletes the objects instead: nothing may stay published under
+	// an API that failed (invalid spec, a path prefix another ExposedAPI
+	// holds).
+	Remove bool `json:"remove,omitempty"`
+	// SkipApply reuses Applied: only the url is asked for.
+	SkipApply bool        `json:"skipApply,omitempty"`
+	Applied   []ObjectRef `json:"applied,omitempty"`
+}
+
+// ExposeResult is what the gateway now serves for the API.
+type ExposeResult struct {
+	Applied []ObjectRef `json:"applied,omitempty"`
+	// APIStatus is status.apiStatus; Addressed is false while the gateway
+	// has no address, so the url is not known yet.
+	APIStatus map[string]any `json:"apiStatus,omitempty"`
+	Addressed bool           `json:"addressed,omitempty"`
+	// ResourceVersion is the ExposedAPI's version after odaflow's finalizer
+	// went on ("" when this call did not add it).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
-// ExposeResult is what the workflow keeps.
-type ExposeResult struct {
-	Applied   []ObjectRef    `json:"applied,omitempty"`
-	Phase     string         `json:"phase"`
-	Condition *oda.Condition `json:"condition"`
-	URL       string         `json:"url,omitempty"`
-}
-
-// Expose applies the gateway objects the API needs (server-side apply),
-// deletes the ones it no longer needs, and writes status.apiStatus,
-// status.implementation and the Ready condition in one patch. Two apiserver
-// requests per API in the common case: the apply and the status write.
+// Expose applies the gateway objects the API needs (server-side apply) and
+// deletes the ones it no longer needs, or with Remove all of them, and
+// answers the url the gateway serves it under. The workflow decides the
+// phase and writes the status.
 func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, error) {
 	res := ExposeResult{Applied: in.Applied}
-	var spec gateway.Spec
-	if in.Failure == nil {
-		var err error
-		if spec, err = gateway.ParseSpec(in.API.Spec); err != nil {
-			return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
-		}
-	}
-	if in.Failure != nil {
-		// Nothing may stay published under a failed API.
+	if in.Remove {
 		if err := e.deleteObjects(ctx, in.Applied, nil); err != nil {
 			return res, err
 		}
@@ -170,17 +156,19 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 			}
 		}
 		res.Applied = nil
-	} else if !in.SkipApply {
-		// Adding the finalizer changes the object: the first status write
-		// is then guarded by the version it made, not the one the workflow
-		// saw (which would only cost a conflict and a read).
-		var version string
+		return res, nil
+	}
+	spec, err := gateway.ParseSpec(in.API.Spec)
+	if err != nil {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
+	}
+	if !in.SkipApply {
 		if e.Config.Gateway == gateway.GatewayKongAdmin {
 			v, err := e.exposeKongAdmin(ctx, in.API)
 			if err != nil {
 				return res, err
 			}
-			version = v
+			res.ResourceVersion = v
 		}
 		applied, v, err := e.apply(ctx, in.API, spec, in.Applied)
 		if err != nil {
@@ -188,86 +176,17 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 		}
 		res.Applied = applied
 		if v != "" {
-			version = v
-		}
-		if version != "" && in.ResourceVersion != "" {
-			in.ResourceVersion = version
+			res.ResourceVersion = v
 		}
 	}
-
-	status := map[string]any{}
-	phase := PhaseFailed
-	var url string
-	if in.Failure == nil {
-		apiStatus, ok := gateway.APIStatus(e.Config, in.API, spec, derefIngress(in.Ingress))
-		for _, r := range res.Applied {
-			if r.Owned && r.UID != "" {
-				apiStatus["uid"] = r.UID // the Canvas reports the route object's uid
-				break
-			}
-		}
-		status["apiStatus"] = apiStatus
-		url, _ = apiStatus["url"].(string)
-		switch {
-		case !ok:
-			phase = PhaseWaiting
-		case !in.ImplementationReady:
-			phase = PhaseNotReady
-		default:
-			phase = PhaseExposed
+	res.APIStatus, res.Addressed = gateway.APIStatus(e.Config, in.API, spec, derefIngress(in.Ingress))
+	for _, r := range res.Applied {
+		if r.Owned && r.UID != "" {
+			res.APIStatus["uid"] = r.UID // the Canvas reports the route object's uid
+			break
 		}
 	}
-	status["implementation"] = map[string]any{"ready": in.Failure == nil && in.ImplementationReady}
-	cond := exposureCondition(phase, in.Failure, in.Generation, in.PreviousCondition, time.Now())
-	status["conditions"] = []any{oda.ConditionMap(cond)}
-
-	var event *Event
-	// An Event for each later change of phase and for every failure; the
-	// first phase of a healthy API is reported by its Component.
-	if phase != in.PreviousPhase && (in.PreviousPhase != "" || phase == PhaseFailed) {
-		event = &Event{Type: "Normal", Reason: phase, Message: cond.Message}
-		if phase == PhaseFailed {
-			event.Type = "Warning"
-			event.Reason = in.Failure.Reason
-		}
-	}
-	err := e.Kube.WriteStatus(ctx, WriteStatusInput{
-		Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: in.API.Namespace, Name: in.API.Name}, UID: in.API.UID,
-		Status: status, ObservedHash: in.ObservedHash, Event: event, Replace: in.PreviousPhase != "", Fence: in.StatusFence,
-		ResourceVersion: in.ResourceVersion,
-	})
-	if err != nil {
-		return res, err
-	}
-	res.Phase, res.Condition, res.URL = phase, &cond, url
 	return res, nil
-}
-
-// The phases of an ExposedAPI, reported in events and the explain query.
-const (
-	PhaseExposed  = "Exposed"
-	PhaseWaiting  = "WaitingForAddress"
-	PhaseNotReady = "ImplementationNotReady"
-	PhaseFailed   = "Failed"
-)
-
-func exposureCondition(phase string, failure *oda.Failure, generation int64, prev *oda.Condition, now time.Time) oda.Condition {
-	c := oda.Condition{Type: "Ready", Status: "False", ObservedGeneration: generation, Reason: phase}
-	switch phase {
-	case PhaseExposed:
-		c.Status, c.Message = "True", "exposed through the gateway with a ready implementation"
-	case PhaseWaiting:
-		c.Message = "the gateway's ingress has no address yet; the url follows when it has one"
-	case PhaseNotReady:
-		c.Message = "the implementation Service has no ready endpoint"
-	case PhaseFailed:
-		c.Reason, c.Message = failure.Reason, failure.Message
-	}
-	c.LastTransitionTime = now.UTC().Format(time.RFC3339)
-	if prev != nil && prev.Status == c.Status && prev.LastTransitionTime != "" {
-		c.LastTransitionTime = prev.LastTransitionTime
-	}
-	return c
 }
 
 func derefIngress(in *gateway.Ingress) gateway.Ingress {
@@ -375,23 +294,15 @@ func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map
 
 // UnexposeInput is an ExposedAPI on its way out.
 type UnexposeInput struct {
-	Ref        oda.Ref     `json:"ref"`
-	UID        string      `json:"uid"`
-	Applied    []ObjectRef `json:"applied,omitempty"`
-	Finalizers []string    `json:"finalizers,omitempty"`
-	// SkipCleanup releases the finalizers without touching the gateway:
-	// the explicit way out when the gateway stays unreachable.
-	SkipCleanup bool `json:"skipCleanup,omitempty"`
+	Ref     oda.Ref     `json:"ref"`
+	UID     string      `json:"uid"`
+	Applied []ObjectRef `json:"applied,omitempty"`
 }
 
 // Unexpose deletes the gateway objects garbage collection cannot reach
 // (those in another namespace, and under kong-admin the API's Kong
-// entities), then releases odaflow's finalizer and a Python Canvas's kopf
-// finalizer.
+// entities). The workflow releases the finalizers afterwards.
 func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
-	if in.SkipCleanup {
-		return e.releaseFinalizers(ctx, in)
-	}
 	if e.Kong != nil {
 		if err := e.Kong.Remove(ctx, KongRemoveInput{Namespace: in.Ref.Namespace, Name: in.Ref.Name}); err != nil {
 			return err
@@ -403,23 +314,7 @@ func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
 			unowned = append(unowned, r)
 		}
 	}
-	if err := e.deleteObjects(ctx, unowned, nil); err != nil {
-		return err
-	}
-	return e.releaseFinalizers(ctx, in)
-}
-
-func (e *Exposure) releaseFinalizers(ctx context.Context, in UnexposeInput) error {
-	var release []string
-	for _, f := range in.Finalizers {
-		if f == oda.Finalizer || f == oda.KopfFinalizer {
-			release = append(release, f)
-		}
-	}
-	if len(release) == 0 {
-		return nil
-	}
-	return e.Kube.RemoveFinalizers(ctx, RemoveFinalizersInput{Ref: in.Ref, UID: in.UID, Finalizers: release})
+	return e.deleteObjects(ctx, unowned, nil)
 }
 
 // gatewayResources maps the gateway kinds odaflow writes to their resources;

@@ -195,8 +195,8 @@ func StatusObject(s ComponentStatus, condition Condition) map[string]any {
 	return out
 }
 
-// ReadyCondition is the standard condition odaflow keeps on every resource.
-// transitionTime is kept when the condition's status has not changed.
+// ReadyCondition is the Ready condition of a Component's status (see
+// Transition for its lastTransitionTime).
 func ReadyCondition(s ComponentStatus, generation int64, previous *Condition, now string) Condition {
 	c := Condition{Type: "Ready", ObservedGeneration: generation}
 	switch st := DeploymentStatus(s); st {
@@ -207,11 +207,18 @@ func ReadyCondition(s ComponentStatus, generation int64, previous *Condition, no
 	default:
 		c.Status, c.Reason, c.Message = "False", strings.ReplaceAll(st, "-", ""), waitingMessage(st)
 	}
-	c.LastTransitionTime = now
-	if previous != nil && previous.Status == c.Status && previous.LastTransitionTime != "" {
-		c.LastTransitionTime = previous.LastTransitionTime
+	return Transition(previous, c, now)
+}
+
+// Transition gives next its lastTransitionTime, the time its status last
+// changed, as Kubernetes conditions keep it: previous's when the status is
+// the same (a new reason or message is no transition), now otherwise.
+func Transition(previous *Condition, next Condition, now string) Condition {
+	next.LastTransitionTime = now
+	if previous != nil && previous.Status == next.Status && previous.LastTransitionTime != "" {
+		next.LastTransitionTime = previous.LastTransitionTime
 	}
-	return c
+	return next
 }
 
 func waitingMessage(status string) string {

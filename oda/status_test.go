@@ -460,3 +460,31 @@ func TestSegmentStatusKeys(t *testing.T) {
 		t.Errorf("status keys mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestTransitionKeepsTheTimeWhileTheStatusStays(t *testing.T) {
+	const then, now = "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"
+	ready := Condition{Type: "Ready", Status: "True", Reason: "Exposed", LastTransitionTime: then}
+	for _, tc := range []struct {
+		name     string
+		previous *Condition
+		next     Condition
+		want     string
+	}{
+		{"first condition", nil, Condition{Type: "Ready", Status: "False", Reason: "Waiting"}, now},
+		{"same status and reason", &ready, Condition{Type: "Ready", Status: "True", Reason: "Exposed"}, then},
+		{"same status, new reason", &ready, Condition{Type: "Ready", Status: "True", Reason: "Complete", Message: "other"}, then},
+		{"status changes", &ready, Condition{Type: "Ready", Status: "False", Reason: "Exposed"}, now},
+		{"previous without a time", &Condition{Type: "Ready", Status: "True"}, Condition{Type: "Ready", Status: "True"}, now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Transition(tc.previous, tc.next, now)
+			if got.LastTransitionTime != tc.want {
+				t.Errorf("lastTransitionTime = %s, want %s", got.LastTransitionTime, tc.want)
+			}
+			got.LastTransitionTime = ""
+			if got != tc.next {
+				t.Errorf("Transition changed more than the time: %+v", got)
+			}
+		})
+	}
+}

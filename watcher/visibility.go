@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/odaflow/odaflow/activities"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
 )
@@ -80,8 +79,8 @@ func staticDetails(kind string, obj *unstructured.Unstructured, comp string) str
 // waitingReasons are the Ready=False reasons of a child that is on its way,
 // not broken: its phases while it waits for something outside it.
 var waitingReasons = map[string]bool{
-	activities.PhaseWaiting:           true,
-	activities.PhaseNotReady:          true,
+	workflows.PhaseWaiting:            true,
+	workflows.PhaseNotReady:           true,
 	workflows.PhaseWaitingForProvider: true,
 	"WaitingForSidecars":              true,
 }

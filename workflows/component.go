@@ -39,34 +39,21 @@ func (in ComponentInput) WithSearchAttributes(on bool) any {
 	return in
 }
 
-// ComponentState is the Component workflow's whole memory.
+// ComponentState is the Component workflow's whole memory. Its resource
+// state's Phase is deployment_status, and its Failure the failure the
+// status reports (an invalid spec, children that could not be applied).
 type ComponentState struct {
-	UID string `json:"uid"`
-	// ResourceVersion is the object's version in the latest event.
-	ResourceVersion string            `json:"resourceVersion,omitempty"`
-	Generation      int64             `json:"generation"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Spec            map[string]any    `json:"spec,omitempty"`
-	// SpecHash is the desired state last received; AppliedHash the one whose
-	// children were last applied successfully (or found invalid).
-	SpecHash    string `json:"specHash"`
-	AppliedHash string `json:"appliedHash"`
+	Resource ResourceState `json:"resource"`
+	// AppliedHash is the desired state whose children were last applied
+	// successfully (or found invalid).
+	AppliedHash string `json:"appliedHash,omitempty"`
 	// Children are the children odaflow manages, in declaration order.
 	Children []ChildRecord `json:"children,omitempty"`
 	// SecretsManagementSpec is copied into status as the Canvas does.
 	SecretsManagementSpec map[string]any `json:"secretsManagementSpec,omitempty"`
-	Failure               *oda.Failure   `json:"failure,omitempty"`
-	Failures              int            `json:"failures,omitempty"`
 	// WrittenStatus is the hash of the last status written, so an unchanged
 	// status is never written twice.
-	WrittenStatus    string `json:"writtenStatus,omitempty"`
-	DeploymentStatus string `json:"deploymentStatus,omitempty"`
-	// StatusFence is the fence of the last status written (statusFence).
-	StatusFence string         `json:"statusFence,omitempty"`
-	Condition   *oda.Condition `json:"condition,omitempty"`
-	// Finalizers seen on the object, and whether it is being deleted.
-	Finalizers []string `json:"finalizers,omitempty"`
-	Deleting   bool     `json:"deleting,omitempty"`
+	WrittenStatus string `json:"writtenStatus,omitempty"`
 }
 
 // ChildRecord is what the Component knows of one child.
@@ -84,195 +71,156 @@ const defaultHistoryLimit = 10000
 // ends when the Component is deleted. Children are garbage-collected through
 // their owner references.
 func ComponentWorkflow(ctx workflow.Context, in ComponentInput) error {
-	ctx = withBaseline(ctx)
-	c := &component{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit}
-	if c.historyLimit == 0 {
-		c.historyLimit = defaultHistoryLimit
-	}
+	c := &component{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes}
 	if in.State != nil {
 		c.st = *in.State
 	}
+	c.loop = newResourceLoop(c.ref(), &c.st.Resource, in.HistoryLimit)
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, c.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
-	vis := newVisibility(ctx, in.SearchAttributes)
-	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
-	childCh := workflow.GetSignalChannel(ctx, SignalChildStatus)
+	c.childCh = workflow.GetSignalChannel(ctx, SignalChildStatus)
 	c.adoptCh = workflow.GetSignalChannel(ctx, SignalAdopt)
-	if in.Pending != nil {
-		c.onEvent(*in.Pending)
-	}
-	for {
-		if c.next == nil && !c.gone && !c.dirty() {
-			c.wait(ctx, events, childCh)
-		}
-		c.drain(ctx, events, childCh)
-		switch {
-		case c.next != nil:
-			// A new object under the same name: a new lifecycle, never the
-			// old one's state. The old one's children lose their kopf
-			// finalizers first if it is gone (see successor).
-			if c.gone {
-				c.releaseChildFinalizers(ctx)
-			}
-			return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
-				Namespace: c.ns, Name: c.name, Pending: c.next, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
-			})
-		case c.gone:
-			c.releaseChildFinalizers(ctx)
-			workflow.GetLogger(ctx).Info("component deleted; lifecycle ends", "component", c.ref().String())
-			return nil
-		}
-		if err := c.reconcile(ctx); err != nil {
-			return err
-		}
-		vis.publish(ctx, c.st.DeploymentStatus)
-		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > c.historyLimit {
-			c.drain(ctx, events, childCh)
-			// A deferred write is not carried across: wait for it.
-			deferred := atBaseline(ctx, baselineQuietProgress) && c.settling
-			if c.next == nil && !c.gone && !c.dirty() && !deferred {
-				st := c.st
-				return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, ComponentInput{
-					Namespace: c.ns, Name: c.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
-				})
-			}
-		}
-	}
+	c.loop.vis = newVisibility(ctx, in.SearchAttributes)
+	return c.loop.run(ctx, c, in.Pending)
 }
 
 type component struct {
 	ns, name     string
 	st           ComponentState
+	loop         *resourceLoop
 	historyLimit int
-	next         *ResourceEvent
-	succ         successor
-	gone         bool
-	retryTimer   workflow.Future
-	retryDue     bool
-	statusDirty  bool
-	adoptCh      workflow.ReceiveChannel
-	adopt        []oda.WorkloadRef
-	// settle is a short timer that lets child updates arriving together
-	// share one status write.
-	settle       workflow.Future
-	cancelSettle workflow.CancelFunc
-	// settleFor is how long the pending settle timer was set for.
-	settleFor   time.Duration
-	settling    bool
-	settleFired bool
-	// deferredEvent is a Normal Event held back with a deferred write
-	// (deferProgress).
+	// searchAttributes is carried through Continue-As-New.
+	searchAttributes bool
+	childCh, adoptCh workflow.ReceiveChannel
+	adopt            []oda.WorkloadRef
+	// statusDirty is set when a child's status changed since the last write.
+	statusDirty bool
+	// progress holds back the write of an In-Progress phase, so that child
+	// updates arriving meanwhile share one status write (deferProgress).
+	progress progressTimer
+	// deferredEvent is a Normal Event held back with a deferred write.
 	deferredEvent *activities.Event
+}
+
+// progressTimer is a deferred status write's timer: how long it was set
+// for, and whether it fired since the last reconcile.
+type progressTimer struct {
+	timer  workflow.Future
+	cancel workflow.CancelFunc
+	delay  time.Duration
+	fired  bool
+}
+
+// pending reports whether a write is being held back.
+func (p *progressTimer) pending() bool { return p.timer != nil }
+
+// start sets the timer for d unless one is pending for no longer than d.
+func (p *progressTimer) start(ctx workflow.Context, d time.Duration) {
+	if p.timer != nil && d < p.delay {
+		// A new phase does not wait for a refresh's longer delay.
+		p.stop()
+	}
+	if p.timer == nil {
+		timerCtx, cancel := workflow.WithCancel(ctx)
+		p.timer, p.cancel, p.delay = workflow.NewTimer(timerCtx, d), cancel, d
+	}
+}
+
+// stop cancels a pending timer: the write it held back is going out now,
+// and a timer left running would cost a workflow task that writes nothing.
+func (p *progressTimer) stop() {
+	if p.timer == nil {
+		return
+	}
+	p.cancel()
+	p.timer, p.cancel = nil, nil
 }
 
 func (c *component) ref() oda.Ref {
 	return oda.Ref{Kind: oda.KindComponent.Name, Namespace: c.ns, Name: c.name}
 }
 
-// dirty reports work that is due without waiting for a signal.
-func (c *component) dirty() bool {
-	return c.st.UID != "" && (c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil || c.retryDue || (c.statusDirty && !c.settling) || len(c.adopt) > 0)
-}
-
-// wait blocks until a signal or the retry timer.
-func (c *component) wait(ctx workflow.Context, events, childCh workflow.ReceiveChannel) {
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(events, func(ch workflow.ReceiveChannel, _ bool) {
-		var ev ResourceEvent
-		ch.Receive(ctx, &ev)
-		c.onEvent(ev)
-	})
-	sel.AddReceive(childCh, func(ch workflow.ReceiveChannel, _ bool) {
+// waits adds the Component's own signals (its children's status, workloads
+// to adopt) and the deferred write's timer.
+func (c *component) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
+	sel.AddReceive(c.childCh, func(ch workflow.ReceiveChannel, _ bool) {
 		var cs ChildStatus
 		ch.Receive(ctx, &cs)
-		c.onChild(cs)
+		c.onChild(r, cs)
 	})
 	sel.AddReceive(c.adoptCh, func(ch workflow.ReceiveChannel, _ bool) {
 		var a Adopt
 		ch.Receive(ctx, &a)
-		c.adopt = append(c.adopt, a.Workloads...)
+		c.onAdopt(r, a)
 	})
-	if c.retryTimer != nil {
-		sel.AddFuture(c.retryTimer, func(workflow.Future) {
-			c.retryTimer = nil
-			c.retryDue = true
+	if c.progress.pending() {
+		sel.AddFuture(c.progress.timer, func(workflow.Future) {
+			c.progress.timer, c.progress.cancel = nil, nil
+			c.progress.fired = true
+			r.wake()
 		})
 	}
-	if c.settle != nil {
-		sel.AddFuture(c.settle, func(workflow.Future) {
-			c.settle, c.cancelSettle = nil, nil
-			c.settling = false
-			c.settleFired = true
-		})
-	}
-	sel.Select(ctx)
 }
 
-// drain takes every signal already delivered, so a burst of child updates
+// drain takes every child update already delivered, so a burst of them
 // costs one status write.
-func (c *component) drain(ctx workflow.Context, events, childCh workflow.ReceiveChannel) {
-	for {
-		var ev ResourceEvent
-		if !events.ReceiveAsync(&ev) {
-			break
-		}
-		c.onEvent(ev)
+func (c *component) drain(_ workflow.Context, r *resourceLoop) {
+	var cs ChildStatus
+	for c.childCh.ReceiveAsync(&cs) {
+		c.onChild(r, cs)
+		cs = ChildStatus{}
 	}
-	c.next = c.succ.resolve(ctx, c.next)
-	for {
-		var cs ChildStatus
-		if !childCh.ReceiveAsync(&cs) {
-			break
-		}
-		c.onChild(cs)
-	}
-	for {
-		var a Adopt
-		if !c.adoptCh.ReceiveAsync(&a) {
-			break
-		}
-		c.adopt = append(c.adopt, a.Workloads...)
+	var a Adopt
+	for c.adoptCh.ReceiveAsync(&a) {
+		c.onAdopt(r, a)
+		a = Adopt{}
 	}
 }
 
-func (c *component) onEvent(ev ResourceEvent) {
-	if c.next != nil || c.gone {
-		c.succ.observe(ev, c.st.UID)
-		return
+// holdsContinueAsNew is true while a write is deferred: it is not carried
+// across, so the run waits for it.
+func (c *component) holdsContinueAsNew() bool { return c.progress.pending() }
+
+func (c *component) continueAsNew(ctx workflow.Context, r *resourceLoop, pending *ResourceEvent) error {
+	in := ComponentInput{Namespace: c.ns, Name: c.name, Pending: pending, HistoryLimit: c.historyLimit, SearchAttributes: c.searchAttributes}
+	if pending == nil {
+		st := c.st
+		in.State = &st
+	} else if r.gone {
+		// A new object under the same name: a new lifecycle, never the old
+		// one's state. The old one's children lose their kopf finalizers
+		// first (see successor).
+		c.releaseChildFinalizers(ctx)
 	}
-	if c.st.UID != "" && ev.UID != c.st.UID {
-		if ev.Deleted {
-			return // the deletion of an older object: nothing of ours
-		}
-		next := ev
-		c.next = &next
-		return
-	}
-	if ev.Deleted {
-		c.gone = true
-		return
-	}
-	first := c.st.UID == ""
-	c.st.UID = ev.UID
-	c.st.ResourceVersion = ev.ResourceVersion
-	c.st.Finalizers = ev.Finalizers
-	c.st.Deleting = ev.Deleting
-	if ev.Hash == c.st.SpecHash {
-		return
-	}
-	c.st.SpecHash = ev.Hash
-	c.st.Generation = ev.Generation
-	c.st.Labels = ev.Labels
-	c.st.Spec = ev.Spec
-	c.st.Failure = nil
-	c.st.Failures = 0
+	return workflow.NewContinueAsNewError(ctx, ComponentWorkflow, in)
+}
+
+// ended runs when the Component is gone.
+func (c *component) ended(ctx workflow.Context, _ *resourceLoop) {
+	c.releaseChildFinalizers(ctx)
+	workflow.GetLogger(ctx).Info("component deleted; lifecycle ends", "component", c.ref().String())
+}
+
+// observe starts over on a new desired state: a failure is the old
+// spec's. The lifecycle's first event brings the children an earlier
+// lifecycle (or the Python Canvas) recorded in the status.
+func (c *component) observe(ev ResourceEvent, first bool) {
+	c.st.Resource.Failure = nil
+	c.st.Resource.Failures = 0
 	if first {
 		c.st.Children = childrenFromStatus(ev.Status)
 	}
 }
 
-func (c *component) onChild(cs ChildStatus) {
+func (c *component) onAdopt(r *resourceLoop, a Adopt) {
+	c.adopt = append(c.adopt, a.Workloads...)
+	if len(c.adopt) > 0 {
+		r.wake()
+	}
+}
+
+func (c *component) onChild(r *resourceLoop, cs ChildStatus) {
 	for i := range c.st.Children {
 		ch := &c.st.Children[i]
 		if ch.Kind != cs.Kind || ch.Name != cs.Name {
@@ -283,12 +231,16 @@ func (c *component) onChild(cs ChildStatus) {
 				// Someone deleted a child we want: apply again.
 				ch.Status = ChildStatus{Kind: ch.Kind, Name: ch.Name}
 				c.st.AppliedHash = ""
+				r.wake()
 			}
 			return
 		}
 		if ch.Status != cs {
+			// Even while a write is deferred: the change may end the
+			// In-Progress phase, which is written at once.
 			ch.Status = cs
 			c.statusDirty = true
+			r.wake()
 		}
 		return
 	}
@@ -296,44 +248,35 @@ func (c *component) onChild(cs ChildStatus) {
 
 // reconcile applies children when the desired state changed, then writes
 // the status if it changed.
-func (c *component) reconcile(ctx workflow.Context) error {
-	if c.retryDue && c.st.Failure != nil && c.st.AppliedHash != c.st.SpecHash {
+func (c *component) reconcile(ctx workflow.Context, r *resourceLoop) {
+	if r.retrying && r.st.Failure != nil && c.st.AppliedHash != r.st.Hash {
 		// A failed apply's backoff is over: try again.
-		c.st.Failure = nil
+		r.st.Failure = nil
 	}
-	c.retryDue = false
+	if r.st.Deleting {
+		// Nothing to apply to a Component on its way out, nor to clean up:
+		// its children go with it through owner references.
+		c.st.AppliedHash = r.st.Hash
+		r.finishDeletion(ctx, "", nil)
+		return
+	}
 	var event *activities.Event
-	if c.st.Deleting {
-		// Nothing to apply to a Component on its way out.
-		c.st.AppliedHash = c.st.SpecHash
-		return c.releaseFinalizers(ctx)
-	}
-	if c.st.SpecHash != c.st.AppliedHash && c.st.Failure == nil {
-		event = c.applyChildren(ctx)
+	if r.st.Hash != c.st.AppliedHash && r.st.Failure == nil {
+		event = c.applyChildren(ctx, r)
 	}
 	if len(c.adopt) > 0 {
 		c.adoptWorkloads(ctx)
 	}
-	if c.deferWrite(ctx, event) {
-		return nil
+	if c.deferProgress(ctx, event) {
+		return
 	}
 	if event == nil {
 		event = c.deferredEvent
 	}
 	c.deferredEvent = nil
-	c.dropSettle(ctx)
+	c.progress.stop()
 	c.statusDirty = false
-	return c.writeStatus(ctx, event)
-}
-
-// deferWrite holds a status write back on the settle timer: at
-// baselineQuietProgress any write of an In-Progress phase (deferProgress),
-// before it only a refresh of child entries (shouldSettle).
-func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bool {
-	if atBaseline(ctx, baselineQuietProgress) {
-		return c.deferProgress(ctx, event)
-	}
-	return event == nil && c.shouldSettle(ctx)
+	c.writeStatus(ctx, r, event)
 }
 
 // progressDelay is how long a Component must have been in progress before
@@ -346,11 +289,11 @@ func (c *component) deferWrite(ctx workflow.Context, event *activities.Event) bo
 const progressDelay = time.Second
 
 // refreshDelay is how long a change that only refreshes the child entries
-// of an In-Progress phase already written waits (from baseline level 3):
-// under load each child is a second or more behind the previous one, and
-// writing every url as it comes costs a Component write (the largest
-// object, sent to every watcher) and a workflow task each; the phase shown
-// stays true meanwhile, and Complete brings every entry at once.
+// of an In-Progress phase already written waits: under load each child is
+// a second or more behind the previous one, and writing every url as it
+// comes costs a Component write (the largest object, sent to every
+// watcher) and a workflow task each; the phase shown stays true meanwhile,
+// and Complete brings every entry at once.
 const refreshDelay = 5 * time.Second
 
 // deferProgress defers a write whose phase is In-Progress until
@@ -359,137 +302,56 @@ const refreshDelay = 5 * time.Second
 // every change meanwhile into one write; a Warning Event or a phase out of
 // progress goes out at once and takes the deferred changes with it.
 func (c *component) deferProgress(ctx workflow.Context, event *activities.Event) bool {
-	fired := c.settleFired
-	c.settleFired = false
-	if event == nil && !c.statusDirty {
-		return false // nothing new: writeStatus finds nothing to write
-	}
-	if fired {
-		return false
-	}
-	if event != nil && event.Type != "Normal" {
-		return false
-	}
-	phase := oda.DeploymentStatus(c.status())
-	if !oda.InProgress(phase) {
+	fired := c.progress.fired
+	c.progress.fired = false
+	delay, ok := progressDeferral(fired, c.statusDirty, event, oda.DeploymentStatus(c.status()), c.st.Resource.Phase, c.deferredEvent != nil)
+	if !ok {
 		return false
 	}
 	if event != nil {
 		c.deferredEvent = event
 	}
-	delay := progressDelay
-	if atBaseline(ctx, baselineQuietRefresh) && phase == c.st.DeploymentStatus && c.deferredEvent == nil {
-		delay = refreshDelay
-	}
 	c.statusDirty = true
-	c.settling = true
-	if c.settle != nil && delay < c.settleFor {
-		// A new phase does not wait for a refresh's longer delay.
-		c.cancelSettle()
-		c.settle = nil
-	}
-	if c.settle == nil {
-		timerCtx, cancel := workflow.WithCancel(ctx)
-		c.settle, c.cancelSettle, c.settleFor = workflow.NewTimer(timerCtx, delay), cancel, delay
-	}
+	c.progress.start(ctx, delay)
 	return true
 }
 
-// changeCancelSettle is the workflow change that cancels a settle timer
-// once a status write has gone out anyway (a change of deployment_status
-// is written at once): the write carries every child update the timer was
-// gathering, and the timer left running cost a workflow task that wrote
-// nothing when it fired.
-const changeCancelSettle = "cancel-settle-on-write"
-
-// dropSettle cancels a pending settle timer before a status write.
-func (c *component) dropSettle(ctx workflow.Context) {
-	if c.settle == nil || !changed(ctx, changeCancelSettle) {
-		return
+// progressDeferral decides whether a Component's status write waits, and
+// for how long: nothing new to write, a timer that already fired, a
+// Warning Event and a phase out of progress go at once; a new In-Progress
+// phase (or a Normal Event, held back with it) waits progressDelay, a
+// refresh of the phase already written refreshDelay.
+func progressDeferral(fired, statusDirty bool, event *activities.Event, phase, written string, eventHeld bool) (time.Duration, bool) {
+	switch {
+	case event == nil && !statusDirty, fired, event != nil && event.Type != "Normal", !oda.InProgress(phase):
+		return 0, false
+	case phase == written && event == nil && !eventHeld:
+		return refreshDelay, true
+	default:
+		return progressDelay, true
 	}
-	c.cancelSettle()
-	c.settle, c.cancelSettle, c.settling = nil, nil, false
 }
 
-// settleDelay is how long a child update waits for its siblings: children
-// applied together usually become ready together.
-const settleDelay = 150 * time.Millisecond
-
-// changeSettle is the workflow change that coalesces child updates.
-const changeSettle = "coalesce-child-status"
-
-// shouldSettle defers a status write that only refreshes child entries
-// while other children are still on their way; a change of
-// deployment_status is always written at once.
-func (c *component) shouldSettle(ctx workflow.Context) bool {
-	if !c.statusDirty {
-		return false
-	}
-	if c.settleFired {
-		c.settleFired = false
-		return false
-	}
-	if oda.DeploymentStatus(c.status()) != c.st.DeploymentStatus || c.st.DeploymentStatus != oda.StatusCompCon {
-		c.settling = false
-		return false
-	}
-	if c.settle != nil {
-		return true // already waiting for the siblings
-	}
-	if !changed(ctx, changeSettle) {
-		return false
-	}
-	c.settling = true
-	timerCtx, cancel := workflow.WithCancel(ctx)
-	c.settle, c.cancelSettle = workflow.NewTimer(timerCtx, settleDelay), cancel
-	return true
-}
-
-// releaseFinalizers removes the kopf finalizer left by a Python Canvas (and
-// odaflow's own) when the Component is being deleted: a Component needs no
-// cleanup of its own, its children go with it through owner references.
-func (c *component) releaseFinalizers(ctx workflow.Context) error {
-	var ours []string
-	for _, f := range c.st.Finalizers {
-		if f == oda.KopfFinalizer || f == oda.Finalizer {
-			ours = append(ours, f)
-		}
-	}
-	if len(ours) == 0 {
-		return nil
-	}
-	summary := "release finalizers"
-	var kube *activities.Kube
-	err := kubeCall(ctx, summary, kube.RemoveFinalizers, activities.RemoveFinalizersInput{Ref: c.ref(), UID: c.st.UID, Finalizers: ours}).Get(ctx, nil)
-	if err != nil {
-		workflow.GetLogger(ctx).Warn("releasing finalizers failed; retrying later", "component", c.ref().String(), "err", err)
-		c.retryTimer = workflow.NewTimer(ctx, retryBackoff(1))
-		return nil
-	}
-	c.st.Finalizers = nil
-	return nil
-}
-
-// changeGatewayLimits: a spec whose ExposedAPIs a gateway cannot serve
+// applyChildren applies the children the spec asks for and deletes the
+// ones it no longer does. A spec whose ExposedAPIs a gateway cannot serve
 // safely (a name too long for the gateway objects, a path such as "/" that
 // takes other components' traffic) fails up front with InvalidSpec instead
 // of creating the children.
-const changeGatewayLimits = "gateway-limits"
-
-func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
-	desired, errs := oda.DesiredChildren(c.name, c.st.Spec)
-	if len(errs) == 0 && changed(ctx, changeGatewayLimits) {
+func (c *component) applyChildren(ctx workflow.Context, r *resourceLoop) *activities.Event {
+	desired, errs := oda.DesiredChildren(c.name, r.st.Spec)
+	if len(errs) == 0 {
 		errs = oda.GatewayProblems(desired)
 	}
 	if len(errs) > 0 {
-		c.st.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the Component spec is invalid: " + errs.Error()}
-		c.st.AppliedHash = c.st.SpecHash
-		return &activities.Event{Type: "Warning", Reason: "InvalidSpec", Message: c.st.Failure.Message}
+		r.st.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the Component spec is invalid: " + errs.Error()}
+		c.st.AppliedHash = r.st.Hash
+		return &activities.Event{Type: "Warning", Reason: "InvalidSpec", Message: r.st.Failure.Message}
 	}
 	c.st.SecretsManagementSpec = desired.SecretsManagement
-	if atBaseline(ctx, baselineQuietProgress) {
-		desired.Children = oda.WithCleanupFinalizers(desired.Children)
-	}
+	// The children whose workflows clean up outside the cluster are created
+	// with odaflow's finalizer on, so their workflows need no request of
+	// their own to add it.
+	desired.Children = oda.WithCleanupFinalizers(desired.Children)
 	wanted := map[string]bool{}
 	for _, ch := range desired.Children {
 		wanted[ch.Kind+"/"+ch.Name] = true
@@ -500,22 +362,21 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 			del = append(del, oda.Ref{Kind: ch.Kind, Namespace: c.ns, Name: ch.Name})
 		}
 	}
-	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.UID, Labels: c.st.Labels}
+	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: r.st.UID, Labels: r.st.Labels}
 	summary := fmt.Sprintf("apply %d children, delete %d", len(desired.Children), len(del))
 	var kube *activities.Kube
 	var res activities.ApplyChildrenResult
 	err := kubeCall(ctx, summary, kube.ApplyChildren, activities.ApplyChildrenInput{Owner: owner, Children: desired.Children, Delete: del}).Get(ctx, &res)
 	if err != nil {
-		c.st.Failures++
 		reason := "ApplyFailed"
 		var appErr *temporal.ApplicationError
 		if errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalid {
 			reason = "ChildRejected"
 		}
-		c.st.Failure = &oda.Failure{Reason: reason, Message: "children could not be applied: " + rootMessage(err)}
+		r.st.Failure = &oda.Failure{Reason: reason, Message: "children could not be applied: " + rootMessage(err)}
 		// Recover by itself: try again after a backoff, or at the next change.
-		c.retryTimer = workflow.NewTimer(ctx, retryBackoff(c.st.Failures))
-		return &activities.Event{Type: "Warning", Reason: reason, Message: c.st.Failure.Message}
+		r.retryAfterBackoff(ctx)
+		return &activities.Event{Type: "Warning", Reason: reason, Message: r.st.Failure.Message}
 	}
 	previous := map[string]ChildStatus{}
 	for _, ch := range c.st.Children {
@@ -532,14 +393,10 @@ func (c *component) applyChildren(ctx workflow.Context) *activities.Event {
 		records = append(records, ChildRecord{Kind: ch.Kind, Name: ch.Name, Segment: ch.Segment, Status: st})
 	}
 	c.st.Children = records
-	c.st.AppliedHash = c.st.SpecHash
-	c.st.Failures = 0
+	c.st.AppliedHash = r.st.Hash
+	r.succeeded()
 	return &activities.Event{Type: "Normal", Reason: "ChildrenApplied", Message: fmt.Sprintf("%d children applied, %d removed", len(records), len(del))}
 }
-
-// changeReleaseChildFinalizers is the workflow change that releases the kopf
-// finalizers of children no odaflow workflow serves.
-const changeReleaseChildFinalizers = "release-child-kopf-finalizers"
 
 // releaseChildFinalizers takes the kopf finalizer off the Component's
 // children whose kinds have no odaflow lifecycle of their own (a Python
@@ -547,9 +404,6 @@ const changeReleaseChildFinalizers = "release-child-kopf-finalizers"
 // collector's deletion of those children would hang once the Python
 // operators are gone. Children with their own workflow release it there.
 func (c *component) releaseChildFinalizers(ctx workflow.Context) {
-	if !changed(ctx, changeReleaseChildFinalizers) {
-		return
-	}
 	var kube *activities.Kube
 	futures := make([]workflow.Future, 0, len(c.st.Children))
 	for _, ch := range c.st.Children {
@@ -572,7 +426,7 @@ func (c *component) releaseChildFinalizers(ctx workflow.Context) {
 func (c *component) adoptWorkloads(ctx workflow.Context) {
 	refs := c.adopt
 	c.adopt = nil
-	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.UID}
+	owner := oda.Owner{Name: c.name, Namespace: c.ns, UID: c.st.Resource.UID}
 	var kube *activities.Kube
 	err := kubeCall(ctx, fmt.Sprintf("adopt %d workloads", len(refs)), kube.AdoptWorkloads,
 		activities.AdoptInput{Owner: owner, Workloads: refs}).Get(ctx, nil)
@@ -589,7 +443,7 @@ func (c *component) status() oda.ComponentStatus {
 		APIs:                  map[oda.Segment][]oda.APIEntry{},
 		DependentAPIs:         map[oda.Segment][]oda.APIEntry{},
 		SecretsManagementSpec: c.st.SecretsManagementSpec,
-		Failure:               c.st.Failure,
+		Failure:               c.st.Resource.Failure,
 	}
 	for _, ch := range c.st.Children {
 		entry := oda.APIEntry{
@@ -617,50 +471,57 @@ func (c *component) status() oda.ComponentStatus {
 	return s
 }
 
-func (c *component) writeStatus(ctx workflow.Context, event *activities.Event) error {
+func (c *component) writeStatus(ctx workflow.Context, r *resourceLoop, event *activities.Event) {
 	s := c.status()
 	now := workflow.Now(ctx).UTC().Format(time.RFC3339)
-	cond := oda.ReadyCondition(s, c.st.Generation, c.st.Condition, now)
+	cond := oda.ReadyCondition(s, r.st.Generation, r.st.Condition, now)
 	status := oda.StatusObject(s, cond)
-	hash := hashOf(status, c.st.SpecHash)
+	hash := hashOf(status, r.st.Hash)
 	if hash == c.st.WrittenStatus && event == nil {
-		return nil
+		return
 	}
 	phase := oda.DeploymentStatus(s)
-	if phase != c.st.DeploymentStatus && (event == nil || event.Type == "Normal") {
-		typ := "Normal"
-		if phase == oda.StatusFailed {
-			typ = "Warning"
-		}
-		event = &activities.Event{Type: typ, Reason: "DeploymentStatus", Message: "deployment_status is now " + phase}
-		if phase == oda.StatusFailed && c.st.Failure != nil {
-			event.Message += ": " + c.st.Failure.Message
-		}
-	}
-	summary := "write status: " + phase
+	event = deploymentEvent(r.st.Phase, phase, r.st.Failure, event)
 	var kube *activities.Kube
-	fence := statusFence(ctx, c.st.StatusFence)
-	err := kubeCall(ctx, summary, kube.WriteStatus, activities.WriteStatusInput{
-		Ref: c.ref(), UID: c.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
-		Replace: c.st.WrittenStatus != "", Fence: fence, ResourceVersion: firstWriteVersion(c.st.WrittenStatus == "", c.st.ResourceVersion),
+	fence := statusFence(ctx, r.st.StatusFence)
+	err := kubeCall(ctx, "write status: "+phase, kube.WriteStatus, activities.WriteStatusInput{
+		Ref: c.ref(), UID: r.st.UID, Status: status, ObservedHash: c.st.AppliedHash, Event: event,
+		Replace: c.st.WrittenStatus != "", Fence: fence, ResourceVersion: firstWriteVersion(c.st.WrittenStatus == "", r.st.ResourceVersion),
 	}).Get(ctx, nil)
 	if err != nil {
 		// The apiserver stayed unreachable past the retry budget; try again
 		// later. The workflow's state is intact.
 		workflow.GetLogger(ctx).Warn("status write failed; retrying later", "component", c.ref().String(), "err", err)
-		c.retryTimer = workflow.NewTimer(ctx, retryBackoff(1))
-		return nil
+		r.retryAfter(ctx, retryBackoff(1), "write the status again")
+		return
 	}
 	c.st.WrittenStatus = hash
-	c.st.StatusFence = fence.String()
-	c.st.DeploymentStatus = phase
-	c.st.Condition = &cond
-	return nil
+	r.st.StatusFence = fence.String()
+	r.st.Phase = phase
+	r.st.Condition = &cond
+}
+
+// deploymentEvent is the Event a Component's status write records: a
+// change of deployment_status replaces a Normal Event (or none) with one
+// that names the new phase, a Warning for Failed with the failure's
+// message; a Warning Event stays as it is.
+func deploymentEvent(written, phase string, failure *oda.Failure, event *activities.Event) *activities.Event {
+	if phase == written || (event != nil && event.Type != "Normal") {
+		return event
+	}
+	ev := &activities.Event{Type: "Normal", Reason: "DeploymentStatus", Message: "deployment_status is now " + phase}
+	if phase == oda.StatusFailed {
+		ev.Type = "Warning"
+		if failure != nil {
+			ev.Message += ": " + failure.Message
+		}
+	}
+	return ev
 }
 
 func (c *component) explain() (Explanation, error) {
 	s := c.status()
-	e := Explanation{Resource: c.ref().String(), UID: c.st.UID, DeploymentStatus: oda.DeploymentStatus(s), Failure: c.st.Failure}
+	e := Explanation{Resource: c.ref().String(), UID: c.st.Resource.UID, DeploymentStatus: oda.DeploymentStatus(s), Failure: c.st.Resource.Failure}
 	for _, ch := range c.st.Children {
 		e.Children = append(e.Children, ch.Status)
 	}

@@ -283,7 +283,7 @@ func TestComponentContinuesAsNewBeforeHistoryGrows(t *testing.T) {
 	if err := converterFor().FromPayloads(can.Input, &next); err != nil {
 		t.Fatalf("decode continue-as-new input: %v", err)
 	}
-	if next.State == nil || next.State.UID != testUID || len(next.State.Children) != 5 || next.HistoryLimit != 30 {
+	if next.State == nil || next.State.Resource.UID != testUID || len(next.State.Children) != 5 || next.HistoryLimit != 30 {
 		t.Errorf("carried state = %+v", next.State)
 	}
 }
@@ -320,10 +320,11 @@ func TestComponentDeletionReleasesKopfFinalizer(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	// The Component's own kopf finalizer, then (once it is gone) its
-	// IdentityConfig child's, which no odaflow workflow serves yet.
+	// The Component's own finalizers (odaflow's and kopf's), then (once it
+	// is gone) its IdentityConfig child's kopf finalizer, which no odaflow
+	// workflow serves yet.
 	want := []string{
-		"Component/components/ctk-productcatalogmanagement uid-1 [" + oda.KopfFinalizer + "]",
+		"Component/components/ctk-productcatalogmanagement uid-1 [" + oda.Finalizer + " " + oda.KopfFinalizer + "]",
 		"IdentityConfig/components/ctk-productcatalogmanagement uid-ctk-productcatalogmanagement [" + oda.KopfFinalizer + "]",
 	}
 	var got []string
@@ -337,83 +338,23 @@ func TestComponentDeletionReleasesKopfFinalizer(t *testing.T) {
 
 func converterFor() converter.DataConverter { return converter.GetDefaultDataConverter() }
 
-// A path that takes the gateway's root fails the Component up front; a
-// workflow that started before the gateway-limits change keeps applying it
-// (its recorded history has no version marker).
-func TestComponentGatewayLimitsAreVersioned(t *testing.T) {
-	for _, tc := range []struct {
-		version     workflow.Version
-		wantApplies int
-		wantPhase   string
-	}{
-		{1, 0, oda.StatusFailed},
-		{workflow.DefaultVersion, 1, oda.StatusCompCon},
-	} {
-		env, f := newEnv(t)
-		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
-		env.OnGetVersion(changeGatewayLimits, workflow.DefaultVersion, 1).Return(tc.version)
-		spec := productCatalogSpec()
-		spec["coreFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["path"] = "/"
-		at(env, time.Second, SignalResourceEvent, event(spec, "root"))
-		at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
-		env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatalf("version %d: workflow error: %v", tc.version, err)
-		}
-		if len(f.applies) != tc.wantApplies || f.phases()[0] != tc.wantPhase {
-			t.Errorf("version %d: applies %d, phases %v; want %d applies, first %s", tc.version, len(f.applies), f.phases(), tc.wantApplies, tc.wantPhase)
-		}
-		if tc.version == 1 && !strings.Contains(f.statuses[0].Event.Message, "every path on the gateway") {
-			t.Errorf("event %+v does not say why", f.statuses[0].Event)
-		}
+// A path that takes the gateway's root fails the Component up front,
+// before any child is applied, with an Event that says why.
+func TestComponentRejectsAPathOnTheGatewayRoot(t *testing.T) {
+	env, f := newEnv(t)
+	spec := productCatalogSpec()
+	spec["coreFunction"].(map[string]any)["exposedAPIs"].([]any)[0].(map[string]any)["path"] = "/"
+	at(env, time.Second, SignalResourceEvent, event(spec, "root"))
+	at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
 	}
-}
-
-// A status write that goes out at once (here the change to
-// In-Progress-IDConfOp) carries the child updates a pending settle timer
-// was gathering, so the timer is cancelled instead of firing into a
-// workflow task that writes nothing. Runs from before the change let it
-// fire.
-func TestComponentCancelsTheSettleTimerOnAWrite(t *testing.T) {
-	for _, tc := range []struct {
-		name                 string
-		version              workflow.Version
-		wantFired, wantCancl int
-	}{
-		{"at baseline level 1", 1, 0, 1},
-		{"before the change", workflow.DefaultVersion, 1, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env, f := newEnv(t)
-			if tc.version == workflow.DefaultVersion {
-				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
-				env.OnGetVersion(changeCancelSettle, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-			} else {
-				env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(baselineFolded)
-			}
-			fired, cancelled := 0, 0
-			env.SetOnTimerFiredListener(func(string) { fired++ })
-			env.SetOnTimerCanceledListener(func(string) { cancelled++ })
-			at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
-			// One API ready: deployment_status stays In-Progress-CompCon,
-			// so the write waits for its siblings...
-			at(env, 2*time.Second, SignalChildStatus, exposedReady(exposedNames[0]))
-			// ...which arrive within the settle delay and change it.
-			for _, n := range exposedNames[1:] {
-				at(env, 2*time.Second+settleDelay/3, SignalChildStatus, exposedReady(n))
-			}
-			at(env, 20*time.Second, SignalResourceEvent, ResourceEvent{UID: testUID, Deleted: true})
-			env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatalf("workflow error: %v", err)
-			}
-			if fired != tc.wantFired || cancelled != tc.wantCancl {
-				t.Errorf("timers fired %d, cancelled %d; want %d and %d", fired, cancelled, tc.wantFired, tc.wantCancl)
-			}
-			if got, want := f.phases(), []string{oda.StatusCompCon, oda.StatusIDConfOp}; fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("phases = %v, want %v", got, want)
-			}
-		})
+	if len(f.applies) != 0 || f.phases()[0] != oda.StatusFailed {
+		t.Errorf("applies %d, phases %v; want none and Failed", len(f.applies), f.phases())
+	}
+	if !strings.Contains(f.statuses[0].Event.Message, "every path on the gateway") {
+		t.Errorf("event %+v does not say why", f.statuses[0].Event)
 	}
 }
 
@@ -429,44 +370,30 @@ func installTimeline(env *testsuite.TestWorkflowEnvironment, exposed, identity t
 }
 
 // An install that is through its In-Progress phases within progressDelay
-// writes its status once, Complete, with one Event; a run at baseline level
-// 1 writes every phase at once, the first with its ChildrenApplied-turned-
-// DeploymentStatus Event.
+// writes its status once, Complete, with one Event; the timer that held
+// the In-Progress write back is cancelled, not left to fire into a
+// workflow task that writes nothing.
 func TestComponentWritesNoShortInProgressPhase(t *testing.T) {
-	for _, tc := range []struct {
-		name       string
-		level      workflow.Version
-		wantPhases []string
-	}{
-		{"now", baselineLevel, []string{oda.StatusComplete}},
-		{"at baseline level 1", baselineFolded, []string{oda.StatusCompCon, oda.StatusIDConfOp, oda.StatusComplete}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env, f := newEnv(t)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
-			fired, cancelled := 0, 0
-			env.SetOnTimerFiredListener(func(string) { fired++ })
-			env.SetOnTimerCanceledListener(func(string) { cancelled++ })
-			installTimeline(env, time.Second+progressDelay/4, time.Second+progressDelay/2)
-			env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatalf("workflow error: %v", err)
-			}
-			if got := f.phases(); fmt.Sprint(got) != fmt.Sprint(tc.wantPhases) {
-				t.Errorf("phases = %v, want %v", got, tc.wantPhases)
-			}
-			if len(f.statuses) != len(tc.wantPhases) {
-				t.Errorf("status writes = %d, want %d", len(f.statuses), len(tc.wantPhases))
-			}
-			for i, st := range f.statuses {
-				if st.Event == nil || st.Event.Reason != "DeploymentStatus" {
-					t.Errorf("write %d event = %+v, want a DeploymentStatus Event", i, st.Event)
-				}
-			}
-			if tc.level == baselineLevel && (fired != 0 || cancelled != 1) {
-				t.Errorf("progress timer fired %d, cancelled %d; want 0 and 1", fired, cancelled)
-			}
-		})
+	env, f := newEnv(t)
+	fired, cancelled := 0, 0
+	env.SetOnTimerFiredListener(func(string) { fired++ })
+	env.SetOnTimerCanceledListener(func(string) { cancelled++ })
+	installTimeline(env, time.Second+progressDelay/4, time.Second+progressDelay/2)
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	want := []string{oda.StatusComplete}
+	if got := f.phases(); fmt.Sprint(got) != fmt.Sprint(want) || len(f.statuses) != 1 {
+		t.Errorf("phases = %v in %d writes, want %v in one", got, len(f.statuses), want)
+	}
+	for i, st := range f.statuses {
+		if st.Event == nil || st.Event.Reason != "DeploymentStatus" {
+			t.Errorf("write %d event = %+v, want a DeploymentStatus Event", i, st.Event)
+		}
+	}
+	if fired != 0 || cancelled != 1 {
+		t.Errorf("progress timer fired %d, cancelled %d; want 0 and 1", fired, cancelled)
 	}
 }
 
@@ -495,39 +422,28 @@ func TestComponentWritesALongInProgressPhaseAfterTheDelay(t *testing.T) {
 }
 
 // The children whose workflows clean up outside the cluster are created
-// with odaflow's finalizer, from baseline level 2 on.
+// with odaflow's finalizer; the others without.
 func TestComponentCreatesCleanupChildrenWithTheFinalizer(t *testing.T) {
-	for _, tc := range []struct {
-		level workflow.Version
-		want  []string
-	}{
-		{baselineLevel, []string{oda.Finalizer}},
-		{baselineFolded, nil},
-	} {
-		env, f := newEnv(t)
-		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
-		installTimeline(env, 5*time.Second, 10*time.Second)
-		env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatalf("workflow error: %v", err)
+	env, f := newEnv(t)
+	installTimeline(env, 5*time.Second, 10*time.Second)
+	env.ExecuteWorkflow(ComponentWorkflow, ComponentInput{Namespace: testNS, Name: testName})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	for _, c := range f.applies[0].Children {
+		want := []string(nil)
+		if c.Kind == oda.KindIdentityConfig.Name {
+			want = []string{oda.Finalizer}
 		}
-		for _, c := range f.applies[0].Children {
-			want := []string(nil)
-			if c.Kind == oda.KindIdentityConfig.Name {
-				want = tc.want
-			}
-			if fmt.Sprint(c.Finalizers) != fmt.Sprint(want) {
-				t.Errorf("level %d: %s/%s finalizers %v, want %v", tc.level, c.Kind, c.Name, c.Finalizers, want)
-			}
+		if fmt.Sprint(c.Finalizers) != fmt.Sprint(want) {
+			t.Errorf("%s/%s finalizers %v, want %v", c.Kind, c.Name, c.Finalizers, want)
 		}
 	}
 }
 
 // Once an In-Progress phase is written, children that only add their urls
 // to it are written refreshDelay later, together; a new phase still goes
-// out progressDelay after it began, taking the pending entries with it. At
-// baseline level 2 each child's url was written a progressDelay after it
-// came.
+// out progressDelay after it began, taking the pending entries with it.
 func TestComponentRefreshesAWrittenPhaseLessOften(t *testing.T) {
 	type write struct {
 		at    time.Duration
@@ -536,30 +452,23 @@ func TestComponentRefreshesAWrittenPhaseLessOften(t *testing.T) {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	for _, tc := range []struct {
 		name      string
-		level     workflow.Version
 		ready     []time.Duration // each ExposedAPI's, in exposedNames order
 		identity  time.Duration
 		wantWrite []write
 	}{
 		{
-			name: "refresh written after refreshDelay", level: baselineLevel,
+			name:  "refresh written after refreshDelay",
 			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(10000)}, identity: ms(10500),
 			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(8000), oda.StatusCompCon}, {ms(10500), oda.StatusComplete}},
 		},
 		{
-			name: "a new phase does not wait for the refresh", level: baselineLevel,
+			name:  "a new phase does not wait for the refresh",
 			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(6000)}, identity: ms(9000),
 			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(7000), oda.StatusIDConfOp}, {ms(9000), oda.StatusComplete}},
-		},
-		{
-			name: "at baseline level 2", level: baselineQuietProgress,
-			ready: []time.Duration{ms(3000), ms(4500), ms(5200), ms(6000)}, identity: ms(9000),
-			wantWrite: []write{{ms(2000), oda.StatusCompCon}, {ms(4000), oda.StatusCompCon}, {ms(5500), oda.StatusCompCon}, {ms(7000), oda.StatusIDConfOp}, {ms(9000), oda.StatusComplete}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, f := newEnv(t)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
 			start := env.Now()
 			at(env, time.Second, SignalResourceEvent, event(productCatalogSpec(), "h1"))
 			for i, n := range exposedNames {
@@ -579,6 +488,66 @@ func TestComponentRefreshesAWrittenPhaseLessOften(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tc.wantWrite) {
 				t.Errorf("writes = %v, want %v", got, tc.wantWrite)
+			}
+		})
+	}
+}
+
+func TestProgressDeferral(t *testing.T) {
+	normal := &activities.Event{Type: "Normal", Reason: "ChildrenApplied"}
+	warning := &activities.Event{Type: "Warning", Reason: "ApplyFailed"}
+	for _, tc := range []struct {
+		name               string
+		fired, dirty, held bool
+		event              *activities.Event
+		phase, written     string
+		want               time.Duration
+		wantDefer          bool
+	}{
+		{"nothing new", false, false, false, nil, oda.StatusCompCon, oda.StatusCompCon, 0, false},
+		{"the timer fired", true, true, false, nil, oda.StatusCompCon, "", 0, false},
+		{"a Warning goes at once", false, true, false, warning, oda.StatusCompCon, "", 0, false},
+		{"a phase out of progress goes at once", false, true, false, nil, oda.StatusComplete, oda.StatusCompCon, 0, false},
+		{"a new In-Progress phase waits", false, true, false, nil, oda.StatusIDConfOp, oda.StatusCompCon, progressDelay, true},
+		{"the first phase waits with its Event", false, false, false, normal, oda.StatusCompCon, "", progressDelay, true},
+		{"a refresh of the written phase", false, true, false, nil, oda.StatusCompCon, oda.StatusCompCon, refreshDelay, true},
+		{"a refresh with an Event held back", false, true, true, nil, oda.StatusCompCon, oda.StatusCompCon, progressDelay, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := progressDeferral(tc.fired, tc.dirty, tc.event, tc.phase, tc.written, tc.held)
+			if d != tc.want || ok != tc.wantDefer {
+				t.Errorf("progressDeferral = %s, %v; want %s, %v", d, ok, tc.want, tc.wantDefer)
+			}
+		})
+	}
+}
+
+func TestDeploymentEvent(t *testing.T) {
+	failure := &oda.Failure{Reason: "InvalidSpec", Message: "spec.x is wrong"}
+	applied := &activities.Event{Type: "Normal", Reason: "ChildrenApplied"}
+	rejected := &activities.Event{Type: "Warning", Reason: "ChildRejected", Message: "no"}
+	for _, tc := range []struct {
+		name           string
+		written, phase string
+		failure        *oda.Failure
+		event          *activities.Event
+		want           string
+	}{
+		{"same phase, no Event", oda.StatusCompCon, oda.StatusCompCon, nil, nil, ""},
+		{"same phase keeps its Event", oda.StatusCompCon, oda.StatusCompCon, nil, applied, "Normal ChildrenApplied"},
+		{"a new phase is told", oda.StatusCompCon, oda.StatusComplete, nil, nil, "Normal DeploymentStatus deployment_status is now Complete"},
+		{"a new phase replaces a Normal Event", "", oda.StatusCompCon, nil, applied, "Normal DeploymentStatus deployment_status is now In-Progress-CompCon"},
+		{"Failed says why", "", oda.StatusFailed, failure, nil, "Warning DeploymentStatus deployment_status is now Failed: spec.x is wrong"},
+		{"a Warning stays", oda.StatusCompCon, oda.StatusFailed, failure, rejected, "Warning ChildRejected no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := deploymentEvent(tc.written, tc.phase, tc.failure, tc.event)
+			got := ""
+			if ev != nil {
+				got = strings.TrimSpace(ev.Type + " " + ev.Reason + " " + ev.Message)
+			}
+			if got != tc.want {
+				t.Errorf("event = %q, want %q", got, tc.want)
 			}
 		})
 	}

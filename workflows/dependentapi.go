@@ -60,7 +60,6 @@ const (
 // history events. When a Service Inventory is configured, each resolution
 // is recorded there too; the inventory being down delays only that step.
 func DependentAPIWorkflow(ctx workflow.Context, in DependentAPIInput) error {
-	ctx = withBaseline(ctx)
 	d := &dependentAPI{ns: in.Namespace, name: in.Name}
 	if in.State != nil {
 		d.st = *in.State
@@ -84,7 +83,7 @@ type dependentAPI struct {
 	searchAttributes bool
 }
 
-func (d *dependentAPI) observe(ev ResourceEvent) {
+func (d *dependentAPI) observe(ev ResourceEvent, _ bool) {
 	d.st.Providers = nil
 	if ev.Dependency != nil {
 		d.st.Providers = ev.Dependency.Providers

@@ -3,8 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -34,35 +32,30 @@ func (in ExposedAPIInput) WithSearchAttributes(on bool) any {
 
 // ExposedAPIState is the ExposedAPI workflow's whole memory.
 type ExposedAPIState struct {
-	UID string `json:"uid"`
-	// ResourceVersion is the object's version in the latest event.
-	ResourceVersion string            `json:"resourceVersion,omitempty"`
-	Generation      int64             `json:"generation"`
-	Labels          map[string]string `json:"labels,omitempty"`
-	Spec            map[string]any    `json:"spec,omitempty"`
-	Exposure        *Exposure         `json:"exposure,omitempty"`
-	// Hash is the input last received (spec and surroundings), DoneHash the
-	// one last handled; SpecHash the spec whose gateway objects are applied.
-	Hash     string `json:"hash"`
-	DoneHash string `json:"doneHash"`
-	SpecHash string `json:"specHash"`
+	Resource ResourceState `json:"resource"`
+	// Exposure is the cluster state around the API, as the watcher last
+	// reported it.
+	Exposure *Exposure `json:"exposure,omitempty"`
+	// SpecHash is the spec whose gateway objects are applied ("" when
+	// none are, or the last attempt failed).
+	SpecHash string `json:"specHash,omitempty"`
 	// Applied are the gateway objects odaflow created for this API.
-	Applied   []activities.ObjectRef `json:"applied,omitempty"`
-	Failure   *oda.Failure           `json:"failure,omitempty"`
-	Failures  int                    `json:"failures,omitempty"`
-	Phase     string                 `json:"phase,omitempty"`
-	Condition *oda.Condition         `json:"condition,omitempty"`
-	// StatusFence is the fence of the last status written (statusFence).
-	StatusFence string   `json:"statusFence,omitempty"`
-	Finalizers  []string `json:"finalizers,omitempty"`
-	Deleting    bool     `json:"deleting,omitempty"`
-	// Annotations are odaflow's own (skip-cleanup).
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Applied []activities.ObjectRef `json:"applied,omitempty"`
+	// APIStatus is status.apiStatus as the gateway serves the API;
+	// APIStatusFor identifies what it was made from (spec, objects and
+	// ingress), so a readiness change alone needs no new one.
+	APIStatus    map[string]any `json:"apiStatus,omitempty"`
+	Addressed    bool           `json:"addressed,omitempty"`
+	APIStatusFor string         `json:"apiStatusFor,omitempty"`
 }
 
-// changeRetryWaits is the workflow change after which a failed attempt
-// waits for its backoff timer instead of retrying at once.
-const changeRetryWaits = "expose-retry-waits-for-backoff"
+// The phases of an ExposedAPI.
+const (
+	PhaseExposed        = "Exposed"
+	PhaseWaiting        = "WaitingForAddress"
+	PhaseNotReady       = "ImplementationNotReady"
+	PhaseExposureFailed = "Failed"
+)
 
 // ExposedAPIWorkflow publishes one ExposedAPI through the configured API
 // gateway and keeps its url and ready flag true: the watcher re-drives it
@@ -70,269 +63,172 @@ const changeRetryWaits = "expose-retry-waits-for-backoff"
 // change. While the load balancer has no address it simply waits for the
 // next event (no polling). It ends when the ExposedAPI is deleted, after
 // removing what owner references cannot (gateway objects in another
-// namespace).
+// namespace, Kong entities).
 func ExposedAPIWorkflow(ctx workflow.Context, in ExposedAPIInput) error {
-	ctx = withBaseline(ctx)
-	x := &exposedAPI{ns: in.Namespace, name: in.Name}
+	x := &exposedAPI{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes}
 	if in.State != nil {
 		x.st = *in.State
 	}
-	limit := in.HistoryLimit
-	if limit == 0 {
-		limit = defaultHistoryLimit
-	}
+	x.loop = newResourceLoop(x.ref(), &x.st.Resource, in.HistoryLimit)
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
-	vis := newVisibility(ctx, in.SearchAttributes)
-	events := workflow.GetSignalChannel(ctx, SignalResourceEvent)
-	if in.Pending != nil {
-		x.onEvent(*in.Pending)
-	}
-	for {
-		if x.next == nil && !x.gone && !x.dirty() {
-			x.wait(ctx, events)
-		}
-		x.drain(ctx, events)
-		switch {
-		case x.next != nil:
-			return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
-				Namespace: x.ns, Name: x.name, Pending: x.next, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
-			})
-		case x.gone:
-			return nil
-		}
-		x.reconcile(ctx)
-		vis.publish(ctx, x.st.Phase)
-		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > limit {
-			x.drain(ctx, events)
-			if x.next == nil && !x.gone && !x.dirty() {
-				st := x.st
-				return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, ExposedAPIInput{
-					Namespace: x.ns, Name: x.name, State: &st, HistoryLimit: in.HistoryLimit, SearchAttributes: in.SearchAttributes,
-				})
-			}
-		}
-	}
+	x.loop.vis = newVisibility(ctx, in.SearchAttributes)
+	return x.loop.run(ctx, x, in.Pending)
 }
 
 type exposedAPI struct {
-	ns, name   string
-	st         ExposedAPIState
-	next       *ResourceEvent
-	succ       successor
-	gone       bool
-	retryTimer workflow.Future
-	retryDue   bool
-	// released is set once the finalizers are off.
-	released bool
+	ns, name     string
+	st           ExposedAPIState
+	loop         *resourceLoop
+	historyLimit int
+	// searchAttributes is carried through Continue-As-New.
+	searchAttributes bool
 }
 
 func (x *exposedAPI) ref() oda.Ref {
 	return oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: x.ns, Name: x.name}
 }
 
-func (x *exposedAPI) dirty() bool {
-	return x.st.UID != "" && (x.st.Hash != x.st.DoneHash || x.retryDue)
+func (x *exposedAPI) observe(ev ResourceEvent, _ bool) { x.st.Exposure = ev.Exposure }
+
+func (x *exposedAPI) waits(workflow.Context, *resourceLoop, workflow.Selector) {}
+
+func (x *exposedAPI) continueAsNew(ctx workflow.Context, _ *resourceLoop, pending *ResourceEvent) error {
+	in := ExposedAPIInput{Namespace: x.ns, Name: x.name, Pending: pending, HistoryLimit: x.historyLimit, SearchAttributes: x.searchAttributes}
+	if pending == nil {
+		st := x.st
+		in.State = &st
+	}
+	return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, in)
 }
 
-func (x *exposedAPI) wait(ctx workflow.Context, events workflow.ReceiveChannel) {
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(events, func(ch workflow.ReceiveChannel, _ bool) {
-		var ev ResourceEvent
-		ch.Receive(ctx, &ev)
-		x.onEvent(ev)
-	})
-	if x.retryTimer != nil {
-		sel.AddFuture(x.retryTimer, func(workflow.Future) {
-			x.retryTimer = nil
-			x.retryDue = true
-		})
-	}
-	sel.Select(ctx)
-}
-
-func (x *exposedAPI) drain(ctx workflow.Context, events workflow.ReceiveChannel) {
-	var ev ResourceEvent
-	for events.ReceiveAsync(&ev) {
-		x.onEvent(ev)
-		ev = ResourceEvent{}
-	}
-	x.next = x.succ.resolve(ctx, x.next)
-}
-
-func (x *exposedAPI) onEvent(ev ResourceEvent) {
-	if x.next != nil || x.gone {
-		x.succ.observe(ev, x.st.UID)
+func (x *exposedAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
+	if r.st.Deleting {
+		r.finishDeletion(ctx, "the gateway objects", x.unexpose)
 		return
-	}
-	if x.st.UID != "" && ev.UID != x.st.UID {
-		if !ev.Deleted {
-			next := ev
-			x.next = &next
-		}
-		return
-	}
-	if ev.Deleted {
-		x.gone = true
-		return
-	}
-	x.st.UID = ev.UID
-	x.st.ResourceVersion = ev.ResourceVersion
-	x.st.Finalizers = ev.Finalizers
-	x.st.Deleting = ev.Deleting
-	if ev.Hash == x.st.Hash {
-		return
-	}
-	x.st.Hash = ev.Hash
-	x.st.Generation = ev.Generation
-	x.st.Labels = ev.Labels
-	x.st.Annotations = ev.Annotations
-	x.st.Spec = ev.Spec
-	x.st.Exposure = ev.Exposure
-}
-
-func (x *exposedAPI) reconcile(ctx workflow.Context) {
-	x.retryDue = false
-	if x.st.Deleting {
-		x.st.DoneHash = x.st.Hash
-		x.unexpose(ctx)
-		return
-	}
-	x.st.DoneHash = x.st.Hash
-	api := gateway.API{Name: x.name, Namespace: x.ns, UID: x.st.UID, Labels: x.st.Labels, Spec: x.st.Spec}
-	in := activities.ExposeInput{
-		API: api, ObservedHash: x.st.Hash, Applied: x.st.Applied, Generation: x.st.Generation,
-		PreviousCondition: x.st.Condition, PreviousPhase: x.st.Phase,
-		ResourceVersion: firstWriteVersion(x.st.Phase == "", x.st.ResourceVersion),
 	}
 	var exp Exposure
 	if x.st.Exposure != nil {
 		exp = *x.st.Exposure
 	}
-	in.Ingress, in.ImplementationReady = exp.Ingress, exp.ImplementationReady
-	path, _ := x.st.Spec["path"].(string)
-	if _, err := gateway.ParseSpec(x.st.Spec); err != nil {
-		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
-	} else if problem := oda.ExposedPathProblem(path); problem != "" && changed(ctx, changeGatewayLimits) {
-		// An ExposedAPI made by hand gets the same path rule as one made
-		// from a Component.
-		in.Failure = &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
-	} else if exp.ConflictsWith != "" {
-		in.Failure = &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}
-	}
+	failure := exposureProblem(r.st.Spec, exp)
+	api := gateway.API{Name: x.name, Namespace: x.ns, UID: r.st.UID, Labels: r.st.Labels, Spec: r.st.Spec}
 	// The gateway objects depend only on the spec: a readiness or address
 	// change needs a status write, not another apply.
-	specHash := hashOf(x.st.Spec, x.st.Labels)
-	in.SkipApply = in.Failure == nil && specHash == x.st.SpecHash && x.st.Failure == nil
-	summary := "expose through the gateway"
-	if in.SkipApply {
-		summary = "update url and readiness"
+	specHash := hashOf(r.st.Spec, r.st.Labels)
+	in := activities.ExposeInput{
+		API: api, Ingress: exp.Ingress, Applied: x.st.Applied, Remove: failure != nil,
+		SkipApply: failure == nil && specHash == x.st.SpecHash,
 	}
-	var res activities.ExposeResult
-	var exposure *activities.Exposure
-	in.StatusFence = statusFence(ctx, x.st.StatusFence)
-	err := kubeCall(ctx, summary, exposure.Expose, in).Get(ctx, &res)
-	if err != nil {
-		x.st.Failures++
-		reason := "ExposeFailed"
-		var appErr *temporal.ApplicationError
-		if errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalid {
-			reason = "GatewayRejected"
+	if statusFor := hashOf(specHash, x.st.Applied, exp.Ingress); failure != nil || !in.SkipApply || statusFor != x.st.APIStatusFor {
+		summary := "expose through the gateway"
+		switch {
+		case failure != nil:
+			summary = "remove gateway objects: " + failure.Reason
+		case in.SkipApply:
+			summary = "update the url"
 		}
-		x.st.Failure = &oda.Failure{Reason: reason, Message: "could not expose the API: " + rootMessage(err)}
-		x.st.SpecHash = ""
-		// Try again after a backoff; the status says why meanwhile.
-		// The timer brings the next attempt (retryDue); until then the
-		// workflow waits, so a gateway that keeps failing costs one attempt
-		// per backoff step, not a busy loop.
-		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if !changed(ctx, changeRetryWaits) {
-			x.st.DoneHash = "" // the first release retried at once
+		var res activities.ExposeResult
+		var exposure *activities.Exposure
+		if err := kubeCall(ctx, summary, exposure.Expose, in).Get(ctx, &res); err != nil {
+			x.st.SpecHash, x.st.APIStatusFor = "", ""
+			r.retryAfterBackoff(ctx)
+			r.report(ctx, PhaseExposureFailed, false, exposeFailure(err), exposureStatus(nil, false))
+			return
 		}
-		x.reportFailure(ctx)
-		return
+		x.st.Applied, x.st.APIStatus, x.st.Addressed = res.Applied, res.APIStatus, res.Addressed
+		x.st.SpecHash, x.st.APIStatusFor = "", ""
+		if failure == nil {
+			x.st.SpecHash, x.st.APIStatusFor = specHash, hashOf(specHash, res.Applied, exp.Ingress)
+		}
+		if res.ResourceVersion != "" && r.st.Phase == "" {
+			// Adding the finalizer changed the object: the first status
+			// write is guarded by the version it made.
+			r.st.ResourceVersion = res.ResourceVersion
+		}
 	}
-	x.st.Failures = 0
-	x.st.Failure = in.Failure
-	x.st.Applied = res.Applied
-	if in.Failure == nil {
-		x.st.SpecHash = specHash
-	} else {
-		x.st.SpecHash = ""
+	r.succeeded()
+	phase, ready := exposurePhase(failure, x.st.Addressed, exp.ImplementationReady)
+	apiStatus := x.st.APIStatus
+	if failure != nil {
+		apiStatus = nil
 	}
-	x.st.Phase = res.Phase
-	x.st.Condition = res.Condition
-	x.st.StatusFence = in.StatusFence.String()
+	r.report(ctx, phase, ready, failure, exposureStatus(apiStatus, failure == nil && exp.ImplementationReady))
 }
 
-// reportFailure writes a Failed status after the expose activity itself
-// failed (apiserver unreachable or refusing the gateway object).
-func (x *exposedAPI) reportFailure(ctx workflow.Context) {
-	now := workflow.Now(ctx).UTC().Format(time.RFC3339)
-	cond := oda.Condition{Type: "Ready", Status: "False", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message, LastTransitionTime: now, ObservedGeneration: x.st.Generation}
-	var ev *activities.Event
-	if x.st.Phase != activities.PhaseFailed {
-		ev = &activities.Event{Type: "Warning", Reason: x.st.Failure.Reason, Message: x.st.Failure.Message}
-	}
-	var kube *activities.Kube
-	fence := statusFence(ctx, x.st.StatusFence)
-	err := kubeCall(ctx, "report failure", kube.WriteStatus, activities.WriteStatusInput{
-		Ref: x.ref(), UID: x.st.UID, Event: ev, Fence: fence,
-		Replace: x.st.Phase != "", ResourceVersion: firstWriteVersion(x.st.Phase == "", x.st.ResourceVersion),
-		Status: map[string]any{"implementation": map[string]any{"ready": false}, "conditions": []any{oda.ConditionMap(cond)}},
-	}).Get(ctx, nil)
-	if err == nil {
-		x.st.Phase = activities.PhaseFailed
-		x.st.Condition = &cond
-		x.st.StatusFence = fence.String()
-	}
-}
-
-// unexpose removes what owner references cannot, then releases the
-// finalizers (odaflow's and a Python Canvas's kopf finalizer).
-func (x *exposedAPI) unexpose(ctx workflow.Context) {
-	// Since changeBlockedDeletion a deletion the gateway keeps refusing is
-	// reported on the object after maxCleanupFailures attempts, and the
-	// skip-cleanup annotation releases it without cleaning up.
-	blockedVisible := changed(ctx, changeBlockedDeletion)
-	if blockedVisible && x.released {
-		return // a backoff timer from before the release fired; nothing left to do
-	}
-	skip := blockedVisible && x.st.Annotations[oda.AnnotationSkipCleanup] == "true"
-	summary := "remove gateway objects"
-	if skip {
-		summary = "release finalizers, gateway objects left in place on request"
-	}
+// unexpose is the deletion's cleanup: the gateway objects owner references
+// cannot remove (another namespace, Kong entities).
+func (x *exposedAPI) unexpose(ctx workflow.Context) error {
 	var exposure *activities.Exposure
-	err := kubeCall(ctx, summary, exposure.Unexpose, activities.UnexposeInput{
-		Ref: x.ref(), UID: x.st.UID, Applied: x.st.Applied, Finalizers: x.st.Finalizers, SkipCleanup: skip,
+	err := kubeCall(ctx, "remove gateway objects", exposure.Unexpose, activities.UnexposeInput{
+		Ref: x.ref(), UID: x.st.Resource.UID, Applied: x.st.Applied,
 	}).Get(ctx, nil)
 	if err != nil {
-		// The reason is in the activity's failure (visible in the Web UI and
-		// the explain query); try again later rather than hang silently.
-		x.st.Failure = &oda.Failure{Reason: "CleanupFailed", Message: "could not remove gateway objects: " + rootMessage(err)}
-		x.st.Failures++
-		x.retryTimer = workflow.NewTimer(ctx, retryBackoff(x.st.Failures))
-		if !changed(ctx, changeRetryWaits) {
-			x.st.DoneHash = ""
-		}
-		if blockedVisible && x.st.Failures >= maxCleanupFailures {
-			x.st.Failure = &oda.Failure{Reason: "CleanupBlocked", Message: "could not remove gateway objects after " + strconv.Itoa(x.st.Failures) +
-				" attempts: " + rootMessage(err) + "; to release the ExposedAPI without cleaning up, annotate it " + oda.AnnotationSkipCleanup + "=true"}
-			x.reportFailure(ctx)
-		}
-		return
+		return err
 	}
 	x.st.Applied = nil
-	x.released = true
+	return nil
 }
 
-// changeBlockedDeletion is the workflow change after which a blocked
-// deletion is reported and can be released by annotation.
-const changeBlockedDeletion = "exposedapi-blocked-deletion"
+// exposeFailure names a failed expose attempt: the gateway refusing the
+// objects for good, or anything that may pass.
+func exposeFailure(err error) *oda.Failure {
+	reason := "ExposeFailed"
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == ErrTypeInvalid {
+		reason = "GatewayRejected"
+	}
+	return &oda.Failure{Reason: reason, Message: "could not expose the API: " + rootMessage(err)}
+}
+
+// exposureProblem is why an ExposedAPI cannot be exposed as it stands (nil
+// when it can): a spec the gateway cannot serve, or a path prefix another
+// ExposedAPI claimed first.
+func exposureProblem(spec map[string]any, exp Exposure) *oda.Failure {
+	path, _ := spec["path"].(string)
+	if _, err := gateway.ParseSpec(spec); err != nil {
+		return &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
+	}
+	if problem := oda.ExposedPathProblem(path); problem != "" {
+		// An ExposedAPI made by hand gets the same path rule as one made
+		// from a Component.
+		return &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
+	}
+	if exp.ConflictsWith != "" {
+		return &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}
+	}
+	return nil
+}
+
+// exposurePhase is an ExposedAPI's phase, and whether it is Ready: Failed
+// with a failure; otherwise waiting for the gateway's address, then for a
+// ready implementation.
+func exposurePhase(failure *oda.Failure, addressed, implementationReady bool) (string, bool) {
+	switch {
+	case failure != nil:
+		return PhaseExposureFailed, false
+	case !addressed:
+		return PhaseWaiting, false
+	case !implementationReady:
+		return PhaseNotReady, false
+	default:
+		return PhaseExposed, true
+	}
+}
+
+// exposureStatus is an ExposedAPI's status besides its conditions:
+// apiStatus (none while it fails) and implementation.ready, which the
+// Component reads.
+func exposureStatus(apiStatus map[string]any, implementationReady bool) map[string]any {
+	status := map[string]any{"implementation": map[string]any{"ready": implementationReady}}
+	if apiStatus != nil {
+		status["apiStatus"] = apiStatus
+	}
+	return status
+}
 
 func (x *exposedAPI) explain() (Explanation, error) {
-	e := Explanation{Resource: x.ref().String(), UID: x.st.UID, DeploymentStatus: x.st.Phase, Failure: x.st.Failure}
-	return e, nil
+	st := x.st.Resource
+	return Explanation{Resource: x.ref().String(), UID: st.UID, DeploymentStatus: st.Phase, Failure: st.Failure}, nil
 }

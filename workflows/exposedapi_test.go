@@ -20,9 +20,23 @@ type fakeExposure struct {
 	exposes   []activities.ExposeInput
 	unexposes []activities.UnexposeInput
 	statuses  []activities.WriteStatusInput
+	released  []activities.RemoveFinalizersInput
 	failNext  int
-	// gatewayDown makes every Unexpose that cleans up fail.
+	// gatewayDown makes every Unexpose fail.
 	gatewayDown bool
+}
+
+// reasons are the Ready condition reasons of the status writes.
+func (f *fakeExposure) reasons() []string {
+	var out []string
+	for _, s := range f.statuses {
+		if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
+			c, _ := conds[0].(map[string]any)
+			r, _ := c["reason"].(string)
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExposure) {
@@ -42,24 +56,22 @@ func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExpos
 				return activities.ExposeResult{}, temporal.NewNonRetryableApplicationError("gateway CRD missing", "Boom", errors.New("boom"))
 			}
 			f.exposes = append(f.exposes, in)
-			phase := activities.PhaseExposed
-			switch {
-			case in.Failure != nil:
-				phase = activities.PhaseFailed
-			case in.Ingress == nil:
-				phase = activities.PhaseWaiting
-			case !in.ImplementationReady:
-				phase = activities.PhaseNotReady
+			res := activities.ExposeResult{Applied: in.Applied, APIStatus: map[string]any{"name": in.API.Name}}
+			if in.Remove {
+				return activities.ExposeResult{}, nil
 			}
-			applied := in.Applied
-			if !in.SkipApply && in.Failure == nil {
-				applied = []activities.ObjectRef{{APIVersion: "networking.istio.io/v1", Kind: "VirtualService", Namespace: testNS, Name: "api", Owned: true}}
+			if !in.SkipApply {
+				res.Applied = []activities.ObjectRef{{APIVersion: "networking.istio.io/v1", Kind: "VirtualService", Namespace: testNS, Name: "api", Owned: true}}
 			}
-			return activities.ExposeResult{Applied: applied, Phase: phase}, nil
+			if in.Ingress != nil {
+				res.Addressed = true
+				res.APIStatus["url"] = "http://" + in.Ingress.IP + "/api"
+			}
+			return res, nil
 		})
 	env.OnActivity(exposure.Unexpose, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.UnexposeInput) error {
-			if f.gatewayDown && !in.SkipCleanup {
+			if f.gatewayDown {
 				return temporal.NewApplicationError("kong admin: connection refused", "KongUnavailable")
 			}
 			f.unexposes = append(f.unexposes, in)
@@ -70,6 +82,11 @@ func newExposedEnv(t *testing.T) (*testsuite.TestWorkflowEnvironment, *fakeExpos
 			f.statuses = append(f.statuses, in)
 			return nil
 		})
+	env.OnActivity(kube.RemoveFinalizers, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.RemoveFinalizersInput) error {
+			f.released = append(f.released, in)
+			return nil
+		})
 	return env, f
 }
 
@@ -78,7 +95,7 @@ func apiSpec(path string) map[string]any {
 }
 
 func apiEvent(hash string, spec map[string]any, exp *Exposure) ResourceEvent {
-	return ResourceEvent{UID: "api-uid", Hash: hash, Spec: spec, Exposure: exp}
+	return ResourceEvent{UID: "api-uid", Hash: hash, Spec: spec, Exposure: exp, Labels: map[string]string{oda.LabelComponentName: testName}}
 }
 
 var ingress = &gateway.Ingress{IP: "34.159.217.74", Ports: []gateway.Port{{Name: "http2", Port: 80}}}
@@ -96,22 +113,28 @@ func TestExposedAPIWaitsForTheAddressThenFollowsReadiness(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.exposes) != 4 {
-		t.Fatalf("expose calls = %d, want 4 (one per change, none while waiting)", len(f.exposes))
+	// The route once, the url again when the address comes; a readiness
+	// change is a status write alone.
+	if len(f.exposes) != 2 || f.exposes[0].SkipApply || f.exposes[0].Ingress != nil || !f.exposes[1].SkipApply || f.exposes[1].Ingress == nil {
+		t.Fatalf("expose calls = %+v, want the route applied, then the url asked for with the address", f.exposes)
 	}
-	if f.exposes[0].SkipApply || f.exposes[0].Ingress != nil {
-		t.Errorf("first call: %+v, want the route applied and no address", f.exposes[0])
+	want := []string{PhaseWaiting, PhaseNotReady, PhaseExposed, PhaseNotReady}
+	if got := f.reasons(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Ready reasons = %v, want %v", got, want)
 	}
-	for i, e := range f.exposes[1:] {
-		if !e.SkipApply {
-			t.Errorf("call %d re-applied the route for an address or readiness change", i+2)
+	for i, ready := range []bool{false, false, true, false} {
+		impl, _ := f.statuses[i].Status["implementation"].(map[string]any)
+		if impl["ready"] != ready {
+			t.Errorf("write %d: implementation %v, want ready %v", i, impl, ready)
 		}
 	}
-	if !f.exposes[2].ImplementationReady || f.exposes[3].ImplementationReady {
-		t.Errorf("readiness did not go true then false: %v, %v", f.exposes[2].ImplementationReady, f.exposes[3].ImplementationReady)
+	if api, _ := f.statuses[2].Status["apiStatus"].(map[string]any); api["url"] != "http://34.159.217.74/api" {
+		t.Errorf("apiStatus = %v, want the url", api)
 	}
-	if f.exposes[3].PreviousPhase != activities.PhaseExposed {
-		t.Errorf("previous phase = %q, want %q", f.exposes[3].PreviousPhase, activities.PhaseExposed)
+	// The first phase is the Component's to tell; every later one records
+	// an Event.
+	if f.statuses[0].Event != nil || f.statuses[3].Event == nil || f.statuses[3].Event.Reason != PhaseNotReady {
+		t.Errorf("events: first %+v, last %+v", f.statuses[0].Event, f.statuses[3].Event)
 	}
 }
 
@@ -138,17 +161,15 @@ func TestExposedAPIInvalidSpecAndConflictAreReportedNotApplied(t *testing.T) {
 	at(env, 2*time.Minute, SignalResourceEvent, apiEvent("h3", apiSpec("/a"), &Exposure{Ingress: ingress}))
 	at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: "api-uid", Deleted: true})
 	env.ExecuteWorkflow(ExposedAPIWorkflow, ExposedAPIInput{Namespace: testNS, Name: "api"})
-	if len(f.exposes) != 3 {
-		t.Fatalf("expose calls = %d", len(f.exposes))
+	if len(f.exposes) != 3 || !f.exposes[0].Remove || !f.exposes[1].Remove || f.exposes[2].Remove || f.exposes[2].SkipApply {
+		t.Fatalf("expose calls = %+v, want two removals then a fresh apply", f.exposes)
 	}
-	if fl := f.exposes[0].Failure; fl == nil || fl.Reason != "InvalidSpec" {
-		t.Errorf("invalid spec: failure %+v", fl)
+	want := []string{"InvalidSpec", "PathConflict", PhaseNotReady}
+	if got := f.reasons(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("Ready reasons = %v, want %v", got, want)
 	}
-	if fl := f.exposes[1].Failure; fl == nil || fl.Reason != "PathConflict" {
-		t.Errorf("conflict: failure %+v", fl)
-	}
-	if f.exposes[2].Failure != nil || f.exposes[2].SkipApply {
-		t.Errorf("after the conflict cleared: %+v, want a fresh apply", f.exposes[2])
+	if _, ok := f.statuses[1].Status["apiStatus"]; ok {
+		t.Errorf("a failed API reports an apiStatus: %v", f.statuses[1].Status)
 	}
 }
 
@@ -158,11 +179,12 @@ func TestExposedAPIFailureIsReportedAndRetried(t *testing.T) {
 	at(env, time.Second, SignalResourceEvent, apiEvent("h1", apiSpec("/a"), &Exposure{Ingress: ingress, ImplementationReady: true}))
 	at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: "api-uid", Deleted: true})
 	env.ExecuteWorkflow(ExposedAPIWorkflow, ExposedAPIInput{Namespace: testNS, Name: "api"})
-	if len(f.statuses) != 1 || f.statuses[0].Event == nil || f.statuses[0].Event.Reason != "ExposeFailed" {
+	if len(f.statuses) != 2 || f.statuses[0].Event == nil || f.statuses[0].Event.Reason != "ExposeFailed" {
 		t.Fatalf("failure report = %+v", f.statuses)
 	}
-	if len(f.exposes) != 1 || f.exposes[0].Failure != nil {
-		t.Errorf("retry after backoff: %+v", f.exposes)
+	// The retry after the backoff exposes it, and says it recovered.
+	if len(f.exposes) != 1 || f.exposes[0].SkipApply || f.statuses[1].Event == nil || f.statuses[1].Event.Reason != PhaseExposed {
+		t.Errorf("retry: exposes %+v, then %+v", f.exposes, f.statuses[1])
 	}
 }
 
@@ -178,8 +200,11 @@ func TestExposedAPIDeletionRemovesGatewayObjectsAndFinalizers(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.unexposes) != 1 || len(f.unexposes[0].Applied) != 1 || len(f.unexposes[0].Finalizers) != 2 {
+	if len(f.unexposes) != 1 || len(f.unexposes[0].Applied) != 1 {
 		t.Fatalf("unexpose = %+v", f.unexposes)
+	}
+	if len(f.released) != 1 || strings.Join(f.released[0].Finalizers, ",") != oda.Finalizer+","+oda.KopfFinalizer {
+		t.Errorf("released = %+v, want odaflow's and kopf's finalizers", f.released)
 	}
 }
 
@@ -202,7 +227,7 @@ func TestExposedAPIBlockedDeletionIsReportedAndHasAWayOut(t *testing.T) {
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	var blocked int
+	var blocked, skipped int
 	for _, s := range f.statuses {
 		if s.Event != nil && s.Event.Reason == "CleanupBlocked" {
 			blocked++
@@ -210,11 +235,63 @@ func TestExposedAPIBlockedDeletionIsReportedAndHasAWayOut(t *testing.T) {
 				t.Errorf("the blocked deletion does not name the way out: %s", s.Event.Message)
 			}
 		}
+		if s.Event != nil && s.Event.Reason == "CleanupSkipped" {
+			skipped++
+		}
 	}
-	if blocked != 1 {
-		t.Errorf("CleanupBlocked events = %d, want 1", blocked)
+	if blocked != 1 || skipped != 1 {
+		t.Errorf("CleanupBlocked events = %d, CleanupSkipped = %d, want 1 each", blocked, skipped)
 	}
-	if len(f.unexposes) != 1 || !f.unexposes[0].SkipCleanup {
-		t.Fatalf("unexposes = %+v, want one that skips the cleanup", f.unexposes)
+	if len(f.unexposes) != 0 || len(f.released) != 1 {
+		t.Fatalf("unexposes %+v, released %+v: want the finalizers released without a cleanup", f.unexposes, f.released)
+	}
+}
+
+func TestExposurePhase(t *testing.T) {
+	failure := &oda.Failure{Reason: "PathConflict", Message: "taken"}
+	for _, tc := range []struct {
+		failure         *oda.Failure
+		addressed, impl bool
+		phase           string
+		ready           bool
+	}{
+		{failure, true, true, PhaseExposureFailed, false},
+		{nil, false, true, PhaseWaiting, false},
+		{nil, false, false, PhaseWaiting, false},
+		{nil, true, false, PhaseNotReady, false},
+		{nil, true, true, PhaseExposed, true},
+	} {
+		phase, ready := exposurePhase(tc.failure, tc.addressed, tc.impl)
+		if phase != tc.phase || ready != tc.ready {
+			t.Errorf("exposurePhase(%v, %v, %v) = %s, %v; want %s, %v", tc.failure, tc.addressed, tc.impl, phase, ready, tc.phase, tc.ready)
+		}
+	}
+}
+
+func TestExposureProblem(t *testing.T) {
+	badPort := apiSpec("/a")
+	badPort["port"] = "not-a-port"
+	for _, tc := range []struct {
+		name   string
+		spec   map[string]any
+		exp    Exposure
+		reason string
+	}{
+		{"valid", apiSpec("/a"), Exposure{}, ""},
+		{"invalid spec", badPort, Exposure{}, "InvalidSpec"},
+		{"the gateway's root", apiSpec("/"), Exposure{}, "InvalidSpec"},
+		{"path taken", apiSpec("/a"), Exposure{ConflictsWith: "other/first"}, "PathConflict"},
+		{"invalid and taken: the spec first", badPort, Exposure{ConflictsWith: "other/first"}, "InvalidSpec"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := exposureProblem(tc.spec, tc.exp)
+			reason := ""
+			if got != nil {
+				reason = got.Reason
+			}
+			if reason != tc.reason {
+				t.Errorf("problem = %+v, want reason %q", got, tc.reason)
+			}
+		})
 	}
 }

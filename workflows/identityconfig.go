@@ -65,17 +65,6 @@ type IdentityConfigState struct {
 	ReportedListener bool `json:"reportedListener,omitempty"`
 }
 
-// changeHubListener versions the dynamic-role listener: hub registration,
-// the role-event signal, unregistering on deletion. Runs recorded before it
-// replay (and finish, up to their next Continue-As-New) on DefaultVersion,
-// which does none of it.
-const changeHubListener = "identity-hub-listener"
-
-// changeListenerNotConfigured: a worker with no listener leaves the
-// identity ready with the reason, and retries the hub only on the drift
-// check instead of on a backoff.
-const changeListenerNotConfigured = "identity-listener-not-configured"
-
 // Phases of an IdentityConfig.
 const (
 	PhaseIdentityReady  = "Ready"
@@ -90,7 +79,6 @@ const (
 // before releasing the finalizer, with skip-cleanup as the way out when
 // Keycloak stays unreachable.
 func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error {
-	ctx = withBaseline(ctx)
 	x := &identityConfig{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, interval: in.CheckInterval, searchAttributes: in.SearchAttributes}
 	if x.interval <= 0 {
 		x.interval = DefaultIdentityCheckInterval
@@ -102,9 +90,6 @@ func IdentityConfigWorkflow(ctx workflow.Context, in IdentityConfigInput) error 
 	if err := workflow.SetQueryHandler(ctx, QueryExplain, x.explain); err != nil {
 		return fmt.Errorf("register query: %w", err)
 	}
-	// Decided once per run, before any command, so the whole run follows
-	// one branch.
-	x.version = versionOf(ctx, changeHubListener)
 	x.roleEvents = workflow.GetSignalChannel(ctx, identity.SignalRoleEvent)
 	x.loop.vis = newVisibility(ctx, in.SearchAttributes)
 	return x.loop.run(ctx, x, in.Pending)
@@ -120,12 +105,9 @@ type identityConfig struct {
 	searchAttributes bool
 	// drift is the periodic comparison of Keycloak with the spec.
 	drift driftCheck
-	// version is changeHubListener's; roleEvents the listener's signals.
-	version    workflow.Version
+	// roleEvents are the dynamic-role listener's signals.
 	roleEvents workflow.ReceiveChannel
 }
-
-func (x *identityConfig) listens() bool { return x.version >= 1 }
 
 func (x *identityConfig) ref() oda.Ref {
 	return oda.Ref{Kind: oda.KindIdentityConfig.Name, Namespace: x.ns, Name: x.name}
@@ -135,7 +117,7 @@ func (x *identityConfig) ref() oda.Ref {
 // a durable Temporal timer with a summary, so the Web UI shows what the
 // workflow waits for.
 func (x *identityConfig) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
-	if x.listens() && !r.st.Deleting {
+	if !r.st.Deleting {
 		// Received in every phase so none is lost; applied at once when
 		// Ready, otherwise after the next successful reconcile.
 		sel.AddReceive(x.roleEvents, func(ch workflow.ReceiveChannel, _ bool) {
@@ -198,23 +180,14 @@ func identityActivityOptions(summary string, attempts int32) workflow.ActivityOp
 	}
 }
 
-// changeLocalIdentity is the workflow change that runs the identity
-// activities (Keycloak, the credentials Secret, the hubs) as local
-// activities. Each is an HTTP call or two that answers in milliseconds; as
-// a remote activity it cost three history events, an activity task and a
-// workflow task of its own, which made the IdentityConfig the largest
-// share of a Component's Temporal work. Runs recorded before it keep the
-// remote activities.
-const changeLocalIdentity = "local-identity-activities"
-
-// identityCall runs one identity activity with the timeouts and retry
-// policy of opts. A local activity retries within the workflow task while
-// the backoff is shorter than the task's timeout, and on a timer after
-// that; the heartbeat timeout only applies to the remote form.
+// identityCall runs one identity activity (Keycloak, the credentials
+// Secret, the hubs) as a local activity with the timeouts and retry policy
+// of opts. Each is an HTTP call or two that answers in milliseconds; as a
+// remote activity it would cost three history events, an activity task and
+// a workflow task of its own. A local activity retries within the workflow
+// task while the backoff is shorter than the task's timeout, and on a
+// timer after that.
 func identityCall(ctx workflow.Context, opts workflow.ActivityOptions, activity any, args ...any) workflow.Future {
-	if !changed(ctx, changeLocalIdentity) {
-		return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activity, args...)
-	}
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: opts.StartToCloseTimeout,
 		Summary:             opts.Summary,
@@ -233,12 +206,10 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 			if !x.st.Provisioned && !hasFinalizer(r.st.Finalizers) && !containsString(r.st.Finalizers, oda.KopfFinalizer) {
 				return nil
 			}
-			if x.listens() {
-				// Before the client goes, so no event is applied to a
-				// client being deleted; best effort (see unregisterHubs).
-				x.st.RoleEvents = nil
-				x.unregisterHubs(ctx, r, append([]activities.HubSubscription(nil), x.st.Hubs...))
-			}
+			// Before the client goes, so no event is applied to a client
+			// being deleted; best effort (see unregisterHubs).
+			x.st.RoleEvents = nil
+			x.unregisterHubs(ctx, r, append([]activities.HubSubscription(nil), x.st.Hubs...))
 			var id *activities.Identity
 			return identityCall(ctx, keycloakOptions("delete Keycloak client "+x.name), id.DeleteIdentity,
 				activities.DeleteIdentityInput{Ref: x.ref(), ClientID: x.name, UID: r.st.UID, Adopt: oda.AdoptRequested(r.st.Annotations, r.st.Finalizers)}).Get(ctx, nil)
@@ -282,23 +253,19 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		return
 	}
 	hubs := identity.Hubs(x.ns, d)
-	listener := false
 	// The client, its roles and credentials are what the component needs
 	// to run; the hub subscriptions only bring dynamic roles. A hub that
 	// cannot be reached leaves the identity ready, says why in the Ready
 	// condition and an Event, and is retried after a backoff.
 	var hubErr *oda.Failure
-	if x.listens() {
-		if err := x.syncHubs(ctx, r, hubs, drift); err != nil {
-			hubErr = hubFailure(err)
-		}
-		listener = identity.ListenerRegistered(hubs, x.subscribed())
+	if err := x.syncHubs(ctx, r, hubs, drift); err != nil {
+		hubErr = hubFailure(err)
 	}
+	listener := identity.ListenerRegistered(hubs, x.subscribed())
 	switch {
 	case hubErr == nil:
 		r.succeeded()
-	case hubErr.Reason == activities.ErrTypeListenerMisconfigured &&
-		changed(ctx, changeListenerNotConfigured):
+	case hubErr.Reason == activities.ErrTypeListenerMisconfigured:
 		// A worker run without a listener is a setting, not an outage:
 		// retrying on a backoff cannot change it, and across thousands of
 		// IdentityConfigs the retries were a steady stream of failing
@@ -330,9 +297,7 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 			Ref: x.ref(), UID: r.st.UID, Status: map[string]any{}, Event: &ev,
 		}).Get(ctx, nil)
 	}
-	if x.listens() {
-		x.applyRoleEvents(ctx, r)
-	}
+	x.applyRoleEvents(ctx, r)
 }
 
 // fail reports a failed attempt and schedules the next one after a

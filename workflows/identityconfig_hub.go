@@ -79,7 +79,7 @@ func (x *identityConfig) syncHubs(ctx workflow.Context, r *resourceLoop, hubs []
 		// A Component's IdentityConfig subscribing on its way to its first
 		// Ready is part of that step (quietFirstReport); a later
 		// subscription (a new hub, a repaired one) is news.
-		if res.Registered && !r.quietFirstReport(ctx) {
+		if res.Registered && !r.quietFirstReport() {
 			x.event(ctx, r, "Normal", "HubRegistered", fmt.Sprintf("listener subscribed to %s hub %s (subscription %q)", h.API, h.URL, res.Subscription.ID))
 		}
 		if res.StaleLeft {

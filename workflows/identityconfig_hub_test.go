@@ -221,92 +221,57 @@ func TestIdentityConfigHubDownRetriesWithReason(t *testing.T) {
 	}
 }
 
-// Runs recorded before the listener existed replay on DefaultVersion: no
-// hub calls, no role events applied, listenerRegistered false.
-func TestIdentityConfigBeforeTheListenerChange(t *testing.T) {
-	env, f := newIdentityEnv(t)
-	env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
-	env.OnGetVersion(changeHubListener, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
-	at(env, time.Minute, identity.SignalRoleEvent, roleEvent(identity.RoleAdd, "DynamicRole1"))
-	at(env, 2*time.Minute, SignalResourceEvent, icDeleting("h2", nil))
-	at(env, 3*time.Minute, SignalResourceEvent, ResourceEventDeleted())
-	runIdentity(env, time.Hour)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	if f.hub.Registrations() != 0 || f.hub.Unregistrations() != 0 || len(f.roleEvents) != 0 {
-		t.Fatalf("DefaultVersion made listener calls: %d %d %d", f.hub.Registrations(), f.hub.Unregistrations(), len(f.roleEvents))
-	}
-	if listenerRegistered(f.lastStatus()) != false || f.deletes != 1 {
-		t.Errorf("status %+v, deletes %d", f.lastStatus(), f.deletes)
-	}
-}
-
 // A worker without a listener is a setting: the identity is ready with the
 // reason on its Ready condition, and the hub is tried again only by the
 // drift check, not on a backoff (which, across thousands of
-// IdentityConfigs, was a steady stream of failing activities). Runs
-// recorded before the change keep retrying on the backoff.
+// IdentityConfigs, would be a steady stream of failing activities).
 func TestIdentityConfigWithoutAListenerDoesNotRetryOnABackoff(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		version   workflow.Version
-		wantCalls func(int) bool
-	}{
-		{"now", 1, func(n int) bool { return n == 1 }},
-		{"before the change", workflow.DefaultVersion, func(n int) bool { return n > 3 }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			env, f := newIdentityEnv(t)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(workflow.DefaultVersion)
-			env.OnGetVersion(changeListenerNotConfigured, workflow.DefaultVersion, 1).Return(tc.version)
-			var id *activities.Identity
-			calls := 0
-			env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
-				func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
-					calls++
-					return activities.RegisterHubResult{}, temporal.NewNonRetryableApplicationError("the worker has no identity listener", activities.ErrTypeListenerMisconfigured, nil)
-				})
-			at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
-			at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
-			runIdentity(env, 24*time.Hour)
-			if err := env.GetWorkflowError(); err != nil {
-				t.Fatal(err)
-			}
-			if !tc.wantCalls(calls) {
-				t.Errorf("RegisterHub called %d times in 3 hours", calls)
-			}
-			var reason any
-			for _, s := range f.statuses {
-				if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
-					if c, _ := conds[0].(map[string]any); c["status"] == "True" {
-						reason = c["reason"]
-					}
-				}
-			}
-			if reason != activities.ErrTypeListenerMisconfigured {
-				t.Errorf("Ready condition reason = %v, want %s", reason, activities.ErrTypeListenerMisconfigured)
-			}
+	env, f := newIdentityEnv(t)
+	var id *activities.Identity
+	calls := 0
+	env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
+			calls++
+			return activities.RegisterHubResult{}, temporal.NewNonRetryableApplicationError("the worker has no identity listener", activities.ErrTypeListenerMisconfigured, nil)
 		})
+	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
+	at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
+	runIdentity(env, 24*time.Hour)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("RegisterHub called %d times in 3 hours, want 1", calls)
+	}
+	var reason any
+	for _, s := range f.statuses {
+		if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
+			if c, _ := conds[0].(map[string]any); c["status"] == "True" {
+				reason = c["reason"]
+			}
+		}
+	}
+	if reason != activities.ErrTypeListenerMisconfigured {
+		t.Errorf("Ready condition reason = %v, want %s", reason, activities.ErrTypeListenerMisconfigured)
 	}
 }
 
 // A Component's IdentityConfig records no HubRegistered for the
-// subscriptions of its first install from baseline level 2 on: they are
-// part of its first Ready, which its Component's Event tells.
+// subscriptions of its first install: they are part of its first Ready,
+// which its Component's Event tells. One made by hand records them.
 func TestIdentityConfigOfAComponentSubscribesQuietly(t *testing.T) {
 	for _, tc := range []struct {
-		level workflow.Version
+		owned bool
 		want  string
 	}{
-		{baselineLevel, ""},
-		{baselineFolded, "HubRegistered,HubRegistered,Ready"},
+		{true, ""},
+		{false, "HubRegistered,HubRegistered,Ready"},
 	} {
 		env, f := newIdentityEnv(t)
-		env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
 		ev := icEvent("h1", icHubSpec())
-		ev.Labels = map[string]string{oda.LabelComponentName: testName}
+		if tc.owned {
+			ev.Labels = map[string]string{oda.LabelComponentName: testName}
+		}
 		at(env, time.Second, SignalResourceEvent, ev)
 		at(env, time.Minute, SignalResourceEvent, ResourceEvent{UID: "ic-uid", Deleted: true})
 		runIdentity(env, time.Hour)
@@ -314,10 +279,10 @@ func TestIdentityConfigOfAComponentSubscribesQuietly(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := f.hub.Registrations(); n != 2 {
-			t.Errorf("level %d: hub registrations = %d, want 2", tc.level, n)
+			t.Errorf("owned %v: hub registrations = %d, want 2", tc.owned, n)
 		}
 		if got := strings.Join(f.events(), ","); got != tc.want {
-			t.Errorf("level %d: events = %q, want %q", tc.level, got, tc.want)
+			t.Errorf("owned %v: events = %q, want %q", tc.owned, got, tc.want)
 		}
 	}
 }

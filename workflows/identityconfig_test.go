@@ -363,20 +363,19 @@ func TestIdentityConfigContinuesAsNew(t *testing.T) {
 }
 
 // An IdentityConfig that belongs to a Component records no Event for its
-// first Ready (its Component's DeploymentStatus Event says so) from
-// baseline level 2 on; a failure and the recovery from it still do.
+// first Ready (its Component's DeploymentStatus Event says so); a failure
+// and the recovery from it still do. One made by hand records all three.
 func TestIdentityConfigOfAComponentIsQuietOnItsFirstReady(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		level workflow.Version
+		owned bool
 		want  string
 	}{
-		{"now", baselineLevel, "KeycloakUnavailable,Ready"},
-		{"at baseline level 1", baselineFolded, "Ready,KeycloakUnavailable,Ready"},
+		{"owned by a Component", true, "KeycloakUnavailable,Ready"},
+		{"made by hand", false, "Ready,KeycloakUnavailable,Ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env, f := newIdentityEnv(t)
-			env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineLevel).Return(tc.level)
 			down := false
 			f.failWith = func() error {
 				if down {
@@ -386,7 +385,9 @@ func TestIdentityConfigOfAComponentIsQuietOnItsFirstReady(t *testing.T) {
 			}
 			owned := func(hash string, roles ...string) ResourceEvent {
 				ev := icEvent(hash, icSpec(roles...))
-				ev.Labels = map[string]string{oda.LabelComponentName: testName}
+				if tc.owned {
+					ev.Labels = map[string]string{oda.LabelComponentName: testName}
+				}
 				return ev
 			}
 			at(env, time.Second, SignalResourceEvent, owned("h1", "cat1owner"))

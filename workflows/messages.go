@@ -110,22 +110,13 @@ type ChildStatus struct {
 // activities' behalf while they run (worker.livenessHeartbeats), so this
 // bounds the stall when a task was lost to a stopping or crashed worker,
 // which otherwise lasts the whole start-to-close timeout. Activity options
-// are not part of the commands replay compares, so no GetVersion.
+// are not part of the commands replay compares.
 const lostActivityTimeout = 10 * time.Second
 
-// kubeActivityOptions apply to every apiserver activity. The apiserver is
+// kubeRetryPolicy applies to every apiserver activity. The apiserver is
 // normally fast, so attempts are short; transient failures (apiserver
 // restarts, 429, 5xx) retry with backoff for about two minutes before the
 // workflow marks the resource Failed and schedules its own retry.
-func kubeActivityOptions(ctx workflow.Context, summary string) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		HeartbeatTimeout:    lostActivityTimeout,
-		Summary:             summary,
-		RetryPolicy:         kubeRetryPolicy,
-	})
-}
-
 var kubeRetryPolicy = &temporal.RetryPolicy{
 	InitialInterval:        500 * time.Millisecond,
 	BackoffCoefficient:     2,
@@ -134,18 +125,10 @@ var kubeRetryPolicy = &temporal.RetryPolicy{
 	NonRetryableErrorTypes: []string{ErrTypeInvalid},
 }
 
-// changeLocalKube is the workflow change that runs apiserver calls as local
-// activities: they take tens of milliseconds, so a round trip through the
-// Temporal server's task queues (three history events and two task hops per
-// call) bought nothing. Histories recorded before it replay on the
-// DefaultVersion branch.
-const changeLocalKube = "local-kube-activities"
-
-// kubeCall runs one apiserver activity.
+// kubeCall runs one apiserver activity as a local activity: it takes tens
+// of milliseconds, so a round trip through the Temporal server's task
+// queues (three history events and two task hops per call) buys nothing.
 func kubeCall(ctx workflow.Context, summary string, activity any, args ...any) workflow.Future {
-	if !changed(ctx, changeLocalKube) {
-		return workflow.ExecuteActivity(kubeActivityOptions(ctx, summary), activity, args...)
-	}
 	return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout:    30 * time.Second,
 		ScheduleToCloseTimeout: 2 * time.Minute,

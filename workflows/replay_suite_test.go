@@ -80,7 +80,7 @@ func currentLock(t *testing.T) recordingLock {
 	}
 	sort.Strings(files)
 	h := sha256.New()
-	var ids []string
+	ids := []string{}
 	fset := token.NewFileSet()
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -69,6 +69,8 @@ type resourceLoop struct {
 	due      bool
 	retry    workflow.Future
 	retryDue bool
+	// retrying is true in a reconcile the retry timer brought.
+	retrying bool
 	// released is set once the finalizers are off: what remains is the
 	// object's disappearance (a Deleted event ends the workflow).
 	released bool
@@ -113,17 +115,21 @@ func (r *resourceLoop) run(ctx workflow.Context, kind resourceKind, pending *Res
 		case r.next != nil:
 			return kind.continueAsNew(ctx, r, r.next)
 		case r.gone:
+			if e, ok := kind.(ender); ok {
+				e.ended(ctx, r)
+			}
 			return nil
 		case !r.dirty():
 			continue
 		}
+		r.retrying = r.retryDue
 		r.retryDue, r.due = false, false
 		r.st.DoneHash = r.st.Hash
 		kind.reconcile(ctx, r)
 		r.vis.publish(ctx, r.st.Phase)
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() > r.limit {
 			r.drain(ctx, events)
-			if r.next == nil && !r.gone && !r.dirty() {
+			if r.next == nil && !r.gone && !r.dirty() && !holdsContinueAsNew(kind) {
 				return kind.continueAsNew(ctx, r, nil)
 			}
 		}
@@ -145,7 +151,33 @@ func (r *resourceLoop) drain(ctx workflow.Context, events workflow.ReceiveChanne
 		r.onEvent(ev)
 		ev = ResourceEvent{}
 	}
-	r.next = r.succ.resolve(ctx, r.next)
+	r.next = r.succ.resolve(r.next)
+	if d, ok := r.kind.(drainer); ok {
+		d.drain(ctx, r)
+	}
+}
+
+// The optional parts of a resourceKind.
+type (
+	// drainer takes the kind's own signals already delivered, with the
+	// resource's events, so that a burst of them costs one reconcile.
+	drainer interface {
+		drain(ctx workflow.Context, r *resourceLoop)
+	}
+	// continueAsNewHolder holds Continue-As-New back while it has work in
+	// flight that a new run would not carry (a deferred write).
+	continueAsNewHolder interface {
+		holdsContinueAsNew() bool
+	}
+	// ender acts when the object is gone, before the workflow ends.
+	ender interface {
+		ended(ctx workflow.Context, r *resourceLoop)
+	}
+)
+
+func holdsContinueAsNew(kind resourceKind) bool {
+	h, ok := kind.(continueAsNewHolder)
+	return ok && h.holdsContinueAsNew()
 }
 
 func (r *resourceLoop) onEvent(ev ResourceEvent) {
@@ -164,6 +196,7 @@ func (r *resourceLoop) onEvent(ev ResourceEvent) {
 		r.gone = true
 		return
 	}
+	first := r.st.UID == ""
 	r.st.UID = ev.UID
 	r.st.ResourceVersion = ev.ResourceVersion
 	r.st.Finalizers = ev.Finalizers
@@ -177,14 +210,15 @@ func (r *resourceLoop) onEvent(ev ResourceEvent) {
 	r.st.Annotations = ev.Annotations
 	r.st.Spec = ev.Spec
 	if o, ok := r.kind.(eventObserver); ok {
-		o.observe(ev)
+		o.observe(ev, first)
 	}
 }
 
 // eventObserver is a kind that reads more of an event than the shared
-// state (the cluster state the watcher attaches).
+// state (the cluster state the watcher attaches, the status an earlier
+// lifecycle left); first is true for the lifecycle's first event.
 type eventObserver interface {
-	observe(ev ResourceEvent)
+	observe(ev ResourceEvent, first bool)
 }
 
 // retryAfterBackoff schedules the next attempt after a failure: one minute,
@@ -209,13 +243,12 @@ func (r *resourceLoop) succeeded() {
 }
 
 // quietFirstReport is true for the first status a resource that belongs to
-// a Component reports, at baselineQuietProgress: its Component's
+// a Component reports: its Component's
 // DeploymentStatus Event already tells that the step is done, as it does
 // for ExposedAPIs, which never recorded one. Later phase changes, a
 // recovery and every failure still record an Event.
-func (r *resourceLoop) quietFirstReport(ctx workflow.Context) bool {
-	return r.st.Phase == "" && r.st.Failure == nil && r.st.Labels[oda.LabelComponentName] != "" &&
-		atBaseline(ctx, baselineQuietProgress)
+func (r *resourceLoop) quietFirstReport() bool {
+	return r.st.Phase == "" && r.st.Failure == nil && r.st.Labels[oda.LabelComponentName] != ""
 }
 
 // report writes the resource's status with a Ready condition for phase and
@@ -225,29 +258,14 @@ func (r *resourceLoop) quietFirstReport(ctx workflow.Context) bool {
 // is not lost.
 func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, failure *oda.Failure, status map[string]any) {
 	now := workflow.Now(ctx).UTC().Format(time.RFC3339)
-	cond := oda.Condition{Type: "Ready", Status: "False", Reason: phase, Message: phase, ObservedGeneration: r.st.Generation, LastTransitionTime: now}
-	if ready {
-		cond.Status = "True"
-	}
-	if failure != nil {
-		cond.Reason, cond.Message = failure.Reason, failure.Message
-	}
-	if prev := r.st.Condition; prev != nil && prev.Status == cond.Status && prev.Reason == cond.Reason {
-		cond.LastTransitionTime = prev.LastTransitionTime
-	}
+	cond := oda.Transition(r.st.Condition, readyCondition(phase, ready, failure, r.st.Generation), now)
 	if status == nil {
 		status = map[string]any{}
 	}
 	// A kind may add conditions of its own; Ready comes first.
 	extra, _ := status["conditions"].([]any)
 	status["conditions"] = append([]any{oda.ConditionMap(cond)}, extra...)
-	var event *activities.Event
-	switch {
-	case failure != nil && (r.st.Failure == nil || *r.st.Failure != *failure || r.st.Phase != phase):
-		event = &activities.Event{Type: "Warning", Reason: failure.Reason, Message: failure.Message}
-	case failure == nil && (phase != r.st.Phase || r.st.Failure != nil) && !r.quietFirstReport(ctx):
-		event = &activities.Event{Type: "Normal", Reason: phase, Message: cond.Message}
-	}
+	event := reportEvent(r.st.Phase, r.st.Failure, phase, failure, cond.Message, r.quietFirstReport())
 	var kube *activities.Kube
 	fence := statusFence(ctx, r.st.StatusFence)
 	err := kubeCall(ctx, "report "+phase, kube.WriteStatus, activities.WriteStatusInput{
@@ -261,6 +279,47 @@ func (r *resourceLoop) report(ctx workflow.Context, phase string, ready bool, fa
 	}
 	r.st.Phase, r.st.Condition, r.st.Failure = phase, &cond, failure
 	r.st.StatusFence = fence.String()
+}
+
+// phaseMessages explain the phases whose name alone says little; any other
+// phase is its own message.
+var phaseMessages = map[string]string{
+	PhaseExposed:  "exposed through the gateway with a ready implementation",
+	PhaseWaiting:  "the gateway's ingress has no address yet; the url follows when it has one",
+	PhaseNotReady: "the implementation Service has no ready endpoint",
+}
+
+// readyCondition is the Ready condition for a phase: True when ready, with
+// the failure's reason and message when there is one, the phase's
+// otherwise. Its lastTransitionTime is oda.Transition's to set.
+func readyCondition(phase string, ready bool, failure *oda.Failure, generation int64) oda.Condition {
+	c := oda.Condition{Type: "Ready", Status: "False", Reason: phase, Message: phase, ObservedGeneration: generation}
+	if m, ok := phaseMessages[phase]; ok {
+		c.Message = m
+	}
+	if ready {
+		c.Status = "True"
+	}
+	if failure != nil {
+		c.Reason, c.Message = failure.Reason, failure.Message
+	}
+	return c
+}
+
+// reportEvent is the Event a status report records, nil for none: a
+// Warning for a failure of a new reason (or in a new phase), a Normal one
+// for a new phase or a recovery, except for a first report that quiet says
+// someone else tells (the resource's Component). The same failure with a
+// new message (a count, an attempt number) updates the status, not the
+// Events.
+func reportEvent(prevPhase string, prevFailure *oda.Failure, phase string, failure *oda.Failure, message string, quiet bool) *activities.Event {
+	switch {
+	case failure != nil && (prevFailure == nil || prevFailure.Reason != failure.Reason || prevPhase != phase):
+		return &activities.Event{Type: "Warning", Reason: failure.Reason, Message: failure.Message}
+	case failure == nil && (phase != prevPhase || prevFailure != nil) && !quiet:
+		return &activities.Event{Type: "Normal", Reason: phase, Message: message}
+	}
+	return nil
 }
 
 // firstWriteVersion is the resourceVersion that guards a lifecycle's first
@@ -296,17 +355,17 @@ func (r *resourceLoop) ensureFinalizer(ctx workflow.Context) error {
 // of backoff) pass before a deletion is reported as blocked.
 const maxCleanupFailures = 6
 
-// finishDeletion runs cleanup (the kind's external side effects), then
-// releases the finalizers. Cleanup that keeps failing is retried with
-// backoff; after maxCleanupFailures attempts the resource says so
-// (CleanupBlocked, with an Event naming the way out), and the
-// skip-cleanup annotation releases it without cleaning up.
+// finishDeletion runs cleanup (the kind's external side effects; nil for a
+// kind with none), then releases the finalizers. Cleanup that keeps
+// failing is retried with backoff; after maxCleanupFailures attempts the
+// resource says so (CleanupBlocked, with an Event naming the way out), and
+// the skip-cleanup annotation releases it without cleaning up.
 func (r *resourceLoop) finishDeletion(ctx workflow.Context, what string, cleanup func(workflow.Context) error) {
 	if r.released {
 		return
 	}
-	skip := r.st.Annotations[oda.AnnotationSkipCleanup] == "true"
-	if !skip {
+	skip := cleanup != nil && r.st.Annotations[oda.AnnotationSkipCleanup] == "true"
+	if cleanup != nil && !skip {
 		if err := cleanup(ctx); err != nil {
 			r.retryAfterBackoff(ctx)
 			if r.st.Failures >= maxCleanupFailures {

@@ -34,10 +34,6 @@ type SecretsManagementInput struct {
 // DefaultSecretsCheckInterval is the Vault drift check's default period.
 const DefaultSecretsCheckInterval = 10 * time.Minute
 
-// changeSecretsDriftCheck is the workflow change that re-checks a Ready
-// store on a timer; runs recorded before it never start that timer.
-const changeSecretsDriftCheck = "secrets-drift-check"
-
 // WithSearchAttributes implements SearchAttributesInput.
 func (in SecretsManagementInput) WithSearchAttributes(on bool) any {
 	in.SearchAttributes = on
@@ -92,12 +88,10 @@ const (
 // deletion is reported as CleanupBlocked, and the skip-cleanup annotation
 // releases it.
 func SecretsManagementWorkflow(ctx workflow.Context, in SecretsManagementInput) error {
-	ctx = withBaseline(ctx)
 	s := &secretsManagement{ns: in.Namespace, name: in.Name, historyLimit: in.HistoryLimit, searchAttributes: in.SearchAttributes, interval: in.CheckInterval}
 	if s.interval <= 0 {
 		s.interval = DefaultSecretsCheckInterval
 	}
-	s.driftChecks = changed(ctx, changeSecretsDriftCheck)
 	if in.State != nil {
 		s.st = *in.State
 	}
@@ -116,17 +110,16 @@ type secretsManagement struct {
 	historyLimit int
 	// searchAttributes is carried through Continue-As-New.
 	searchAttributes bool
-	// interval, driftChecks and drift run the Vault drift check.
-	interval    time.Duration
-	driftChecks bool
-	drift       driftCheck
+	// interval and drift run the Vault drift check.
+	interval time.Duration
+	drift    driftCheck
 }
 
 // waits adds the drift-check timer while the store is Ready: nothing else
 // would notice a Vault that restarted empty or lost a policy while the
 // SecretsManagement stays unchanged.
 func (s *secretsManagement) waits(ctx workflow.Context, r *resourceLoop, sel workflow.Selector) {
-	if !s.driftChecks || r.st.Deleting || r.st.Phase != PhaseSecretsReady {
+	if r.st.Deleting || r.st.Phase != PhaseSecretsReady {
 		return
 	}
 	s.drift.arm(ctx, r, sel, s.interval, "drift check: compare the Vault store of "+s.name+" with the spec")

@@ -46,13 +46,6 @@ type SearchAttributesInput interface {
 	WithSearchAttributes(on bool) any
 }
 
-// changeSearchAttributes is the workflow change that upserts
-// DeploymentStatus. Runs started before it carry no searchAttributes flag
-// in their input and never reach the GetVersion call; the version guards a
-// run started with the flag by a new watcher but first executed by an old
-// worker.
-const changeSearchAttributes = "search-attributes"
-
 // visibility keeps a workflow's DeploymentStatus search attribute equal to
 // the phase it last reported. A nil *visibility does nothing.
 type visibility struct {
@@ -61,11 +54,11 @@ type visibility struct {
 }
 
 // newVisibility decides, once per run and before any other command, whether
-// this run upserts search attributes. The decision rests on the input and
-// the recorded version only, so a replay takes the same branch.
+// this run upserts search attributes. The decision rests on the input
+// only, so a replay takes the same branch.
 func newVisibility(ctx workflow.Context, on bool) *visibility {
 	v := &visibility{}
-	if !on || !changed(ctx, changeSearchAttributes) {
+	if !on {
 		return v
 	}
 	v.on = true

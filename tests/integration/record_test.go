@@ -37,6 +37,7 @@ func recordRun(t *testing.T, workflowID, runID, file string) {
 		}
 		events = append(events, ev)
 	}
+	events = withoutUnfinishedTask(events)
 	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: events})
 	if err != nil {
 		t.Fatalf("encode history: %v", err)
@@ -53,4 +54,20 @@ func recordRun(t *testing.T, workflowID, runID, file string) {
 		t.Fatal(err)
 	}
 	t.Logf("recorded %d events of %s into %s", len(events), workflowID, path)
+}
+
+// withoutUnfinishedTask drops a workflow task still in flight at the end of
+// a history (its Scheduled and Started events): replaying a history that
+// ends with one leaves the commands of the task before it unchecked, so a
+// change to them would pass the replay suite.
+func withoutUnfinishedTask(events []*historypb.HistoryEvent) []*historypb.HistoryEvent {
+	for len(events) > 0 {
+		switch events[len(events)-1].GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			events = events[:len(events)-1]
+		default:
+			return events
+		}
+	}
+	return events
 }
