@@ -358,7 +358,7 @@ func TestTemplateRejects(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"gateway.type=nginx"}, "gateway.type must be one of"},
+		{[]string{"gateway.type=nginx"}, "at '/gateway/type'"},
 		{[]string{"gateway.type=kong-admin"}, "kong.adminURL is required"},
 		{[]string{"keycloak.enabled=true"}, "keycloak.adminSecret.name"},
 		{[]string{"identityListener.enabled=true"}, "identityListener.keySecret.name is required"},
@@ -369,10 +369,12 @@ func TestTemplateRejects(t *testing.T) {
 		{[]string{"webhook.certManager.enabled=false", "webhook.tls.existingSecret=tls"}, "webhook.tls.caBundle"},
 		{[]string{"metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"}, "needs metrics.service.enabled"},
 		// values.schema.json: wrong types, unknown values and unknown keys.
-		{[]string{"worker.replicaCount=two"}, "worker.replicaCount"},
-		{[]string{"logLevel=verbose"}, "logLevel"},
-		{[]string{"metrics.serviceMonitor.enabled=yes"}, "metrics.serviceMonitor.enabled"},
-		{[]string{"crds.install=sometimes"}, "crds.install"},
+		// The JSON-pointer form appears only in helm's schema error, never
+		// in the --set flags the error repeats.
+		{[]string{"worker.replicaCount=two"}, "at '/worker/replicaCount'"},
+		{[]string{"logLevel=verbose"}, "at '/logLevel'"},
+		{[]string{"metrics.serviceMonitor.enabled=yes"}, "at '/metrics/serviceMonitor/enabled'"},
+		{[]string{"crds.install=sometimes"}, "at '/crds/install'"},
 		{[]string{"workerReplicas=2"}, "workerReplicas"},
 	} {
 		_, err := renderRaw(t, "odaflow", "canvas", "", tc.sets...)
