@@ -92,6 +92,8 @@ func Refusal(what string, c Claim, recorded *OwnerRecord, me OwnerRecord) string
 		return fmt.Sprintf("%s belongs to %s, not to %s: odaflow never takes over, changes or deletes another resource's objects; choose another name", what, recorded, me)
 	case ClaimUnmarked:
 		return fmt.Sprintf("%s exists but records no owner (created outside odaflow, e.g. by the Python Canvas): odaflow does not take it over unless %s asks for it with the annotation %s: \"true\"", what, me, AnnotationAdopt)
+	case ClaimOwned, ClaimAdopt:
+		// Nothing to refuse: the object is this resource's, or it asked to adopt it.
 	}
 	return ""
 }
