@@ -49,7 +49,12 @@ func installChart(t *testing.T, r testkit.Rendered) (*unstructured.Unstructured,
 	for _, impl := range implementations(t, comp) {
 		setEndpoints(t, comp.GetNamespace(), impl, true)
 	}
-	res := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(comp.GetNamespace())
+	// Sent in the chart's own API version, as helm does: the apiserver
+	// refuses a body whose apiVersion differs from the URL's, and the
+	// conversion webhook stores a v1beta3 or v1beta4 Component as v1.
+	gvr := oda.KindComponent.GVR()
+	gvr.Version = comp.GroupVersionKind().Version
+	res := stack.dyn.Resource(gvr).Namespace(comp.GetNamespace())
 	out, err := res.Create(ctx, comp, metav1.CreateOptions{})
 	return out, err
 }
@@ -117,7 +122,6 @@ func providerFor(ns, name, url string) *unstructured.Unstructured {
 // in the real Vault, and the roles are in the Keycloak stand-in. A chart
 // the Component CRD refuses is asserted refused, with the reason.
 func TestTestKitChartsComplete(t *testing.T) {
-	requireVault(t)
 	ns := testkit.Namespace
 	createNamespace(t, ns)
 	ensureIngress(t)
@@ -125,6 +129,21 @@ func TestTestKitChartsComplete(t *testing.T) {
 	ensureServiceAccount(t, ns, "default")
 
 	charts := testkit.Charts(t)
+	// Without Vault (ODAFLOW_SKIP_VAULT, never in CI) every other chart is
+	// still checked; the -sman chart is left out and the test ends
+	// skipped, so it never counts as a pass.
+	var unverified []string
+	if stack.vault == nil {
+		kept := charts[:0]
+		for _, c := range charts {
+			if strings.HasSuffix(c.Name, "-sman") {
+				unverified = append(unverified, c.Name)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		charts = kept
+	}
 	rendered := make([]testkit.Rendered, len(charts))
 	var probe *unstructured.Unstructured
 	for i, c := range charts {
@@ -235,6 +254,9 @@ func TestTestKitChartsComplete(t *testing.T) {
 	}
 	sort.Strings(times)
 	t.Logf("time to Complete per chart:\n  %s", strings.Join(times, "\n  "))
+	if len(unverified) > 0 {
+		t.Skipf("Vault skipped on request (ODAFLOW_SKIP_VAULT): %v not verified", unverified)
+	}
 }
 
 func containsString(list []string, s string) bool {
@@ -330,7 +352,8 @@ func childrenMatch(t *testing.T, ns, component string, want []oda.Child) (bool, 
 // children are exactly those of the new chart (an API added, removed, a
 // specification URL changed), and the Component then reaches Complete.
 func TestTestKitUpgrades(t *testing.T) {
-	ns := "it-testkit-upgrades"
+	// it-t* belongs to the fault tests' own watcher.
+	ns := "it-upgrades-testkit"
 	createNamespace(t, ns)
 	ensureIngress(t)
 	setIngressAddress(t, "34.159.217.74")
