@@ -357,6 +357,34 @@ func TestTestKitUpgrades(t *testing.T) {
 	createNamespace(t, ns)
 	ensureIngress(t)
 	setIngressAddress(t, "34.159.217.74")
+	// A component never satisfies its own dependency (dependency.Match):
+	// productcatalog-enhanced-v1 depends on the TMF620 API it exposes
+	// itself, meaning another component's. That one is installed beside it.
+	deps := map[string]bool{}
+	for _, uc := range upgradeCases {
+		for _, chart := range []string{uc.from, uc.to} {
+			for _, comp := range testkit.MustRender(t, testkit.Find(t, chart), "probe", ns).Components() {
+				for _, c := range validate.Component(comp.Object, ns).Children {
+					s, _ := c.Spec["specification"].(map[string]any)
+					if url, _ := s["url"].(string); c.Kind == oda.KindDependentAPI.Name && url != "" {
+						deps[url] = true
+					}
+				}
+			}
+		}
+	}
+	urls := make([]string, 0, len(deps))
+	for url := range deps {
+		urls = append(urls, url)
+	}
+	sort.Strings(urls)
+	for i, url := range urls {
+		name := fmt.Sprintf("upprovider%d", i)
+		setEndpoints(t, ns, name+"-api", true)
+		create(t, oda.KindComponent, providerFor(ns, name, url))
+		waitPhase(t, ns, name, oda.StatusComplete, 120*time.Second)
+		t.Logf("%s provides %s beside the upgraded components", name, url)
+	}
 	var matrix []string
 	for ci, uc := range upgradeCases {
 		ok := 0
@@ -393,6 +421,11 @@ func upgradeOnce(t *testing.T, ns, release string, uc upgradeCase) {
 	}
 	name := installed.GetName()
 	t.Cleanup(func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpComponent(t, ns, name)
+		}
+	})
 	delay := time.Duration(rand.Int64N(int64(2 * time.Second)))
 	<-time.After(delay)
 	current, err := res.Get(ctx, name, metav1.GetOptions{})
@@ -413,4 +446,28 @@ func upgradeOnce(t *testing.T, ns, release string, uc upgradeCase) {
 	assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
 	t.Logf("upgrade %s after install, children right %s after it, Complete %s after it",
 		delay.Round(time.Millisecond), childrenIn, time.Since(upgraded).Round(time.Millisecond))
+}
+
+// dumpComponent logs a Component's status and its children's, for a
+// failure that has to be understood after the servers are gone.
+func dumpComponent(t *testing.T, ns, name string) {
+	if u, err := get(oda.KindComponent, ns, name); err == nil {
+		b, _ := json.Marshal(u.Object["status"])
+		t.Logf("Component %s/%s generation %d status: %s", ns, name, u.GetGeneration(), b)
+	}
+	for _, kind := range oda.Kinds {
+		if kind.Name == oda.KindComponent.Name {
+			continue
+		}
+		list, err := stack.dyn.Resource(kind.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{
+			LabelSelector: oda.LabelComponentName + "=" + name,
+		})
+		if err != nil {
+			continue
+		}
+		for _, it := range list.Items {
+			b, _ := json.Marshal(it.Object["status"])
+			t.Logf("%s %s (deleting %v): %s", kind.Name, it.GetName(), it.GetDeletionTimestamp() != nil, b)
+		}
+	}
 }
