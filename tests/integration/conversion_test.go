@@ -160,6 +160,12 @@ func waitConversionActive(t *testing.T, probe *unstructured.Unstructured) {
 	t.Helper()
 	probe = probe.DeepCopy()
 	probe.SetName("conversion-probe")
+	// Some test-kit charts were exported from a Canvas and carry the
+	// webhook's annotation already; only the webhook may add it here, or
+	// the wait ends while the API server still stores without conversion.
+	annotations := probe.GetAnnotations()
+	delete(annotations, conversion.AnnotationConverted)
+	probe.SetAnnotations(annotations)
 	res := stack.dyn.Resource(componentsAt("v1beta3")).Namespace(probe.GetNamespace())
 	eventually(t, 30*time.Second, "the API server converts Components with the webhook", func() (bool, string) {
 		out, err := res.Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})

@@ -201,8 +201,10 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	// Namespaces it-g* belong to the gateway tests' own worker and watcher,
 	// it-k* and it-t* to the fault tests' (the killed worker, Temporal
 	// restarted), it-p* to the apiserver fault tests' (behind the fault proxy).
+	// components is the Canvas's own namespace, where the test-kit charts
+	// go (the -sman chart's pod selector names it).
 	common := stack.common
-	common.Namespaces = []string{"it-[^gkpt]*"}
+	common.Namespaces = []string{"it-[^gkpt]*", "components"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
 	return app, app.Start(ctx)

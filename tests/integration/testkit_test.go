@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 
 	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/kit"
 	"github.com/odaflow/odaflow/tests/testkit"
 	"github.com/odaflow/odaflow/validate"
 )
@@ -49,7 +50,12 @@ func installChart(t *testing.T, r testkit.Rendered) (*unstructured.Unstructured,
 	for _, impl := range implementations(t, comp) {
 		setEndpoints(t, comp.GetNamespace(), impl, true)
 	}
-	res := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(comp.GetNamespace())
+	// Sent in the chart's own API version, as helm does: the apiserver
+	// refuses a body whose apiVersion differs from the URL's, and the
+	// conversion webhook stores a v1beta3 or v1beta4 Component as v1.
+	gvr := oda.KindComponent.GVR()
+	gvr.Version = comp.GroupVersionKind().Version
+	res := stack.dyn.Resource(gvr).Namespace(comp.GetNamespace())
 	out, err := res.Create(ctx, comp, metav1.CreateOptions{})
 	return out, err
 }
@@ -117,7 +123,6 @@ func providerFor(ns, name, url string) *unstructured.Unstructured {
 // in the real Vault, and the roles are in the Keycloak stand-in. A chart
 // the Component CRD refuses is asserted refused, with the reason.
 func TestTestKitChartsComplete(t *testing.T) {
-	requireVault(t)
 	ns := testkit.Namespace
 	createNamespace(t, ns)
 	ensureIngress(t)
@@ -125,6 +130,21 @@ func TestTestKitChartsComplete(t *testing.T) {
 	ensureServiceAccount(t, ns, "default")
 
 	charts := testkit.Charts(t)
+	// Without Vault (ODAFLOW_SKIP_VAULT, never in CI) every other chart is
+	// still checked; the -sman chart is left out and the test ends
+	// skipped, so it never counts as a pass.
+	var unverified []string
+	if stack.vault == nil {
+		kept := charts[:0]
+		for _, c := range charts {
+			if strings.HasSuffix(c.Name, "-sman") {
+				unverified = append(unverified, c.Name)
+				continue
+			}
+			kept = append(kept, c)
+		}
+		charts = kept
+	}
 	rendered := make([]testkit.Rendered, len(charts))
 	var probe *unstructured.Unstructured
 	for i, c := range charts {
@@ -191,10 +211,30 @@ func TestTestKitChartsComplete(t *testing.T) {
 	for _, p := range providers {
 		waitPhase(t, ns, p, oda.StatusComplete, 120*time.Second)
 	}
+	// Each chart's time to Complete is seen by one poll of them all, so
+	// that the checks below, one chart after the other, do not add the
+	// earlier charts' waits to the later ones.
+	completeAt := map[string]time.Time{}
+	deadline := time.Now().Add(180 * time.Second)
+	for len(completeAt) < len(done) && time.Now().Before(deadline) {
+		for _, in := range done {
+			if _, ok := completeAt[in.name]; ok {
+				continue
+			}
+			if u, err := get(oda.KindComponent, ns, in.name); err == nil && kit.DeploymentStatus(u) == oda.StatusComplete {
+				completeAt[in.name] = time.Now()
+			}
+		}
+		<-time.After(100 * time.Millisecond)
+	}
 	var times []string
 	for _, in := range done {
 		u := waitPhase(t, ns, in.name, oda.StatusComplete, 180*time.Second)
-		took := time.Since(in.start).Round(time.Millisecond)
+		at, ok := completeAt[in.name]
+		if !ok {
+			at = time.Now()
+		}
+		took := at.Sub(in.start).Round(time.Millisecond)
 		times = append(times, fmt.Sprintf("%s %s", in.chart, took))
 		assertAllURLsReady(t, in.chart, u)
 		assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindComponent.Name, ns, in.name))
@@ -235,6 +275,9 @@ func TestTestKitChartsComplete(t *testing.T) {
 	}
 	sort.Strings(times)
 	t.Logf("time to Complete per chart:\n  %s", strings.Join(times, "\n  "))
+	if len(unverified) > 0 {
+		t.Skipf("Vault skipped on request (ODAFLOW_SKIP_VAULT): %v not verified", unverified)
+	}
 }
 
 func containsString(list []string, s string) bool {
@@ -330,10 +373,39 @@ func childrenMatch(t *testing.T, ns, component string, want []oda.Child) (bool, 
 // children are exactly those of the new chart (an API added, removed, a
 // specification URL changed), and the Component then reaches Complete.
 func TestTestKitUpgrades(t *testing.T) {
-	ns := "it-testkit-upgrades"
+	// it-t* belongs to the fault tests' own watcher.
+	ns := "it-upgrades-testkit"
 	createNamespace(t, ns)
 	ensureIngress(t)
 	setIngressAddress(t, "34.159.217.74")
+	// A component never satisfies its own dependency (dependency.Match):
+	// productcatalog-enhanced-v1 depends on the TMF620 API it exposes
+	// itself, meaning another component's. That one is installed beside it.
+	deps := map[string]bool{}
+	for _, uc := range upgradeCases {
+		for _, chart := range []string{uc.from, uc.to} {
+			for _, comp := range testkit.MustRender(t, testkit.Find(t, chart), "probe", ns).Components() {
+				for _, c := range validate.Component(comp.Object, ns).Children {
+					s, _ := c.Spec["specification"].(map[string]any)
+					if url, _ := s["url"].(string); c.Kind == oda.KindDependentAPI.Name && url != "" {
+						deps[url] = true
+					}
+				}
+			}
+		}
+	}
+	urls := make([]string, 0, len(deps))
+	for url := range deps {
+		urls = append(urls, url)
+	}
+	sort.Strings(urls)
+	for i, url := range urls {
+		name := fmt.Sprintf("upprovider%d", i)
+		setEndpoints(t, ns, name+"-api", true)
+		create(t, oda.KindComponent, providerFor(ns, name, url))
+		waitPhase(t, ns, name, oda.StatusComplete, 120*time.Second)
+		t.Logf("%s provides %s beside the upgraded components", name, url)
+	}
 	var matrix []string
 	for ci, uc := range upgradeCases {
 		ok := 0
@@ -370,6 +442,11 @@ func upgradeOnce(t *testing.T, ns, release string, uc upgradeCase) {
 	}
 	name := installed.GetName()
 	t.Cleanup(func() { _ = res.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpComponent(t, ns, name)
+		}
+	})
 	delay := time.Duration(rand.Int64N(int64(2 * time.Second)))
 	<-time.After(delay)
 	current, err := res.Get(ctx, name, metav1.GetOptions{})
@@ -390,4 +467,28 @@ func upgradeOnce(t *testing.T, ns, release string, uc upgradeCase) {
 	assertNoWorkflowTaskFailed(t, oda.WorkflowID(oda.KindComponent.Name, ns, name))
 	t.Logf("upgrade %s after install, children right %s after it, Complete %s after it",
 		delay.Round(time.Millisecond), childrenIn, time.Since(upgraded).Round(time.Millisecond))
+}
+
+// dumpComponent logs a Component's status and its children's, for a
+// failure that has to be understood after the servers are gone.
+func dumpComponent(t *testing.T, ns, name string) {
+	if u, err := get(oda.KindComponent, ns, name); err == nil {
+		b, _ := json.Marshal(u.Object["status"])
+		t.Logf("Component %s/%s generation %d status: %s", ns, name, u.GetGeneration(), b)
+	}
+	for _, kind := range oda.Kinds {
+		if kind.Name == oda.KindComponent.Name {
+			continue
+		}
+		list, err := stack.dyn.Resource(kind.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{
+			LabelSelector: oda.LabelComponentName + "=" + name,
+		})
+		if err != nil {
+			continue
+		}
+		for _, it := range list.Items {
+			b, _ := json.Marshal(it.Object["status"])
+			t.Logf("%s %s (deleting %v): %s", kind.Name, it.GetName(), it.GetDeletionTimestamp() != nil, b)
+		}
+	}
 }
