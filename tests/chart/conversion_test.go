@@ -162,7 +162,15 @@ func TestChartConversionWebhook(t *testing.T) {
 			t.Errorf("restore the Component CRD's conversion: %v", err)
 		}
 	})
-	apply(t, c, []object{injected}, false)
+	// Directly: apply() leaves CRDs out (the other tests keep the ones
+	// kube() installed).
+	body, err := json.Marshal(injected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crds.Patch(ctx, crd.name(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: "helm-chart-test", Force: ptr(true)}); err != nil {
+		t.Fatalf("apply the Component CRD with the webhook conversion: %v", err)
+	}
 
 	compNS := "conv-e2e-components"
 	ensureNamespaces(t, c, compNS)
