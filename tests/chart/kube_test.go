@@ -402,6 +402,9 @@ func TestRBAC(t *testing.T) {
 		denied("deleting a Secret odaflow did not create", func() error {
 			return w.CoreV1().Secrets("components").Delete(ctx, "teams-own", metav1.DeleteOptions{})
 		})
+		if got, err := c.core.CoreV1().Secrets("components").Get(ctx, "teams-own", metav1.GetOptions{}); err != nil || string(got.Data["k"]) != "v" || len(got.Data) != 1 || len(got.Labels) != 0 {
+			t.Errorf("the team's Secret was changed or deleted: %v %+v", err, got)
+		}
 		// A patch of an object that exists (a missing one is a 404 before
 		// admission): the worker may patch ConfigMaps (AdoptWorkloads).
 		probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "odaflow-probe", Namespace: "kube-system"}}

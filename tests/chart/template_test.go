@@ -358,7 +358,9 @@ func TestTemplateRejects(t *testing.T) {
 		sets []string
 		want string
 	}{
-		{[]string{"gateway.type=nginx"}, "at '/gateway/type'"},
+		// values.schema.json refuses it before the template's own check
+		// (at '/gateway/type': value must be one of ...).
+		{[]string{"gateway.type=nginx"}, "/gateway/type': value must be one of 'istio', 'kong', 'kong-admin', 'apisix'"},
 		{[]string{"gateway.type=kong-admin"}, "kong.adminURL is required"},
 		{[]string{"keycloak.enabled=true"}, "keycloak.adminSecret.name"},
 		{[]string{"identityListener.enabled=true"}, "identityListener.keySecret.name is required"},

@@ -36,7 +36,8 @@ func waitIdentityCondition(t *testing.T, ns, name, reason, want string) {
 // overwritten nor deleted.
 func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
 	ctx := context.Background()
-	nsA, nsB := "it-tenant-a", "it-tenant-b"
+	// it-t* belongs to the Temporal fault tests (main_test.go startWatcher).
+	nsA, nsB := "it-owner-a", "it-owner-b"
 	createNamespace(t, nsA)
 	createNamespace(t, nsB)
 	const name = "tenant-pc"
@@ -44,7 +45,15 @@ func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
 	create(t, oda.KindIdentityConfig, child(oda.KindIdentityConfig, nsA, name, spec))
 	eventually(t, 60*time.Second, "team A's identity", func() (bool, string) {
 		_, err := stack.core.CoreV1().Secrets(nsA).Get(ctx, name+"-secret", metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+		if err == nil {
+			return true, ""
+		}
+		u, gerr := get(oda.KindIdentityConfig, nsA, name)
+		if gerr != nil {
+			return false, fmt.Sprint(err, "; ", gerr)
+		}
+		reason, msg := condition(u)
+		return false, fmt.Sprint(err, "; ", reason, ": ", msg)
 	})
 	before, ok := stack.keycloak.ClientSnapshot(keycloakRealm, name)
 	if !ok {

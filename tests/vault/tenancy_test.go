@@ -56,8 +56,12 @@ func TestTenantsNeverShareOrTakeAStore(t *testing.T) {
 	if err := root.Sys().MountWithContext(ctx, hn.Mount, &vaultapi.MountInput{Type: "kv", Options: map[string]string{"version": "2"}, Description: "the platform team's"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := root.Logical().WriteWithContext(ctx, hn.Mount+"/data/"+secrets.BasePath+"/k", map[string]any{"data": map[string]any{"v": "1"}}); err != nil {
-		// A fresh kv-v2 mount may still be upgrading: retry once later.
+	handPath := hn.Mount + "/data/" + secrets.BasePath + "/k"
+	_, err = root.Logical().WriteWithContext(ctx, handPath, map[string]any{"data": map[string]any{"v": "1"}})
+	wrote := err == nil
+	if !wrote {
+		// A fresh kv-v2 mount may still be upgrading: the mount itself
+		// is still checked below.
 		t.Logf("write to the hand-made mount: %v", err)
 	}
 	_, err = env.vault.ConfigureStore(ctx, hand)
@@ -77,5 +81,11 @@ func TestTenantsNeverShareOrTakeAStore(t *testing.T) {
 	}
 	if m, ok := mounts[hn.Mount+"/"]; !ok || m.Description != "the platform team's" {
 		t.Errorf("the hand-made mount was removed or changed: %+v", m)
+	}
+	if wrote {
+		sec, err := root.Logical().ReadWithContext(ctx, handPath)
+		if err != nil || sec == nil || sec.Data["data"].(map[string]any)["v"] != "1" {
+			t.Errorf("the hand-made mount's data did not survive: %v %v", sec, err)
+		}
 	}
 }
