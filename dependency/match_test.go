@@ -43,12 +43,10 @@ func TestMatch(t *testing.T) {
 		{"release name equal to the component", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "r-cat-productcatalogmanagement"}},
 			[]Provider{provider("c", "a")}, "c/a"},
 		{"zone is ignored", Request{Namespace: "c", SpecURL: catalogSpec, Selector: Selector{Zone: "eu"}}, []Provider{provider("c", "a")}, "c/a"},
-		{"another component's api wins over its own", Request{Namespace: "c", Component: "f-cat-productcatalogmanagement", SpecURL: catalogSpec},
+		{"a component never provides its own dependency", Request{Namespace: "c", Component: "f-cat-productcatalogmanagement", SpecURL: catalogSpec},
 			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat-productcatalogmanagement" }), provider("c", "b")}, "c/b"},
-		{"its own api alone is a match, as in the Canvas", Request{Namespace: "c", Component: "r-cat-productcatalogmanagement", SpecURL: catalogSpec},
-			[]Provider{provider("c", "a")}, "c/a"},
-		{"another component's api in another namespace wins over its own", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
-			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat" }), provider("z", "b")}, "z/b"},
+		{"its own api alone is no match", Request{Namespace: "c", Component: "r-cat-productcatalogmanagement", SpecURL: catalogSpec},
+			[]Provider{provider("c", "a")}, ""},
 		{"an empty request matches nothing", Request{Namespace: "c"}, []Provider{provider("c", "a", func(p *Provider) { p.SpecURLs = []string{""} })}, ""},
 	}
 	for _, tt := range tests {
