@@ -295,9 +295,9 @@ func statusCommand(kubeconfig string) string {
 		}
 	}
 	if kubeconfig == devKubeconfig() {
-		return name + " status"
+		return name + " status -A -o wide components"
 	}
-	return name + " status --kubeconfig " + kubeconfig
+	return name + " status -A -o wide --kubeconfig " + kubeconfig + " components"
 }
 
 // devKubeconfig is the kubeconfig `odaflow dev` writes with its default
