@@ -30,12 +30,12 @@ dev-tools:
 
 ## tools: etcd, kube-apiserver, kube-controller-manager and the Temporal CLI,
 ## built from the Go module proxy and cached outside the clone (bin/tools links
-## there); helm for the chart tests and the Vault dev server for the secrets
-## tests, each in a cache folder of its own (bin/helm, bin/vault); the
-## Temporal server binary and its SQL tool (bin/temporal-server) and Debian's
-## PostgreSQL for the production-shape tests.
+## there); the Vault dev server for the secrets tests in a cache folder of
+## its own (bin/vault); the Temporal server binary and its SQL tool
+## (bin/temporal-server) and Debian's PostgreSQL for the production-shape
+## tests. The chart tests render and lint with the helm library in go.mod,
+## so no helm binary is built.
 tools: dev-tools
-	@hack/tools.sh helm >/dev/null
 	@hack/tools.sh vault >/dev/null
 	@hack/tools.sh temporal-server >/dev/null
 	@hack/tools.sh postgres >/dev/null
@@ -152,7 +152,7 @@ production: tools
 
 ## chart: helm lint/template, server-side dry run and RBAC checks on a real
 ## apiserver, the Dockerfile check (tests/chart), and the compose file
-## (tests/compose, its own module). Builds helm into the tools cache once.
+## (tests/compose, its own module). Helm is the library in go.mod.
 chart: tools
 	$(GO) test -count=1 ./tests/chart/...
 	cd tests/compose && $(GO) test -count=1 ./...

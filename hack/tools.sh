@@ -10,14 +10,11 @@
 #                            stack installs them), print the folder: all that
 #                            `make dev` needs
 #   hack/tools.sh --path     print the folder only (no build)
-#   hack/tools.sh --path vault|helm|temporal-server
+#   hack/tools.sh --path vault|temporal-server
 #                            print that tool's cache folder only (no build)
 #   hack/tools.sh vault      build the Vault dev server (tools/vault, its own
 #                            go.mod) into its own cache folder, link bin/vault
 #                            and print the folder
-#   hack/tools.sh helm       build helm (tools/helm, its own go.mod) into its
-#                            own cache folder, link bin/helm and print the
-#                            folder (the chart tests run it)
 #   hack/tools.sh temporal-server
 #                            build the Temporal server and temporal-sql-tool
 #                            (tools/temporal-server, its own go.mod) with the
@@ -49,10 +46,6 @@ VAULT_VERSION=v1.21.0
 vault_hash="$(cat "$root/tools/vault/go.mod" "$root/tools/vault/go.sum" | sha256sum | cut -c1-12)"
 vault_dir="$cache_root/vault-${VAULT_VERSION}_${vault_hash}"
 
-HELM_VERSION=v3.22.0
-helm_hash="$(cat "$root/tools/helm/go.mod" "$root/tools/helm/go.sum" | sha256sum | cut -c1-12)"
-helm_dir="$cache_root/helm-${HELM_VERSION}_${helm_hash}"
-
 TEMPORAL_SERVER_VERSION=v1.32.1
 tserver_hash="$(cat "$root/tools/temporal-server/go.mod" "$root/tools/temporal-server/go.sum" | sha256sum | cut -c1-12)"
 tserver_dir="$cache_root/temporal-server-${TEMPORAL_SERVER_VERSION}_${tserver_hash}"
@@ -67,7 +60,6 @@ if [[ "${1:-}" == "--path" ]]; then
   case "${2:-}" in
     "") echo "$dir" ;;
     vault) echo "$vault_dir" ;;
-    helm) echo "$helm_dir" ;;
     temporal-server) echo "$tserver_dir" ;;
     *) echo "tools: unknown tool ${2}" >&2; exit 2 ;;
   esac
@@ -113,23 +105,6 @@ build_vault() {
   fi
   mkdir -p "$root/bin"
   ln -sfn "$vault_dir" "$root/bin/vault"
-}
-
-build_helm() {
-  mkdir -p "$helm_dir"
-  if [[ ! -x "$helm_dir/helm" ]]; then
-    log "building helm ${HELM_VERSION} (cold: a few minutes)"
-    local start=$SECONDS
-    # helm's version package reads its version from these variables; without
-    # them `helm version` says v3 with no patch level.
-    (cd "$root/tools/helm" && go build -trimpath -o "$helm_dir/.helm.tmp" \
-      -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=${HELM_VERSION} -X helm.sh/helm/v3/internal/version.gitTreeState=clean" \
-      helm.sh/helm/v3/cmd/helm)
-    mv "$helm_dir/.helm.tmp" "$helm_dir/helm"
-    log "helm built in $((SECONDS - start))s"
-  fi
-  mkdir -p "$root/bin"
-  ln -sfn "$helm_dir" "$root/bin/helm"
 }
 
 build_temporal_server() {
@@ -211,11 +186,6 @@ fi
 if [[ "${1:-}" == "lint" ]]; then
   build_lint
   echo "$lint_dir"
-  exit 0
-fi
-if [[ "${1:-}" == "helm" ]]; then
-  build_helm
-  echo "$helm_dir"
   exit 0
 fi
 # The CRDs the local stack installs next to the ODA ones

@@ -1,101 +1,51 @@
 package chart
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"sigs.k8s.io/yaml"
 
-	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/tests/helmtemplate"
 )
 
-// helmVersion is the helm the chart is tested with (tools/helm/go.mod).
-const helmVersion = "v3.22.0"
-
+// The chart is rendered and linted by the helm library in odaflow's go.mod
+// (helm.sh/helm/v3, the code behind the helm binary's `template` and
+// `lint`), so the tests need no helm binary.
 const chartDir = "../../charts/odaflow"
 
-// kubeVersion is passed to helm lint and template: helm built from the
-// module proxy (no release ldflags) assumes Kubernetes v1.20, below the
-// chart's kubeVersion; the tests render for the apiserver they run
-// (tools/envtest, hack/tools.sh K8S_VERSION).
+// kubeVersion is what the chart is rendered and linted for: the apiserver
+// the tests run (tools/envtest, hack/tools.sh K8S_VERSION), not helm's
+// client-only default, which is below the chart's kubeVersion.
 const kubeVersion = "v1.37.2"
 
-var (
-	helmOnce sync.Once
-	helmPath string
-	helmErr  error
-)
-
-// helm finds the helm binary built by `hack/tools.sh helm` (bin/helm/helm),
-// building it when missing. A missing helm fails the test: skipping needs
-// ODAFLOW_SKIP_HELM and is refused under CI.
-func helm(t *testing.T) string {
-	t.Helper()
-	helmOnce.Do(func() { helmPath, helmErr = findHelm() })
-	if helmErr != nil {
-		if os.Getenv("ODAFLOW_SKIP_HELM") != "" && os.Getenv("CI") == "" {
-			t.Skipf("SKIPPED on request (ODAFLOW_SKIP_HELM): %v", helmErr)
-		}
-		t.Fatalf("helm is missing: %v", helmErr)
-	}
-	return helmPath
-}
-
-func findHelm() (string, error) {
-	if p := os.Getenv("ODAFLOW_HELM"); p != "" {
-		return p, checkHelmVersion(p)
-	}
-	root, err := localstack.RepoRoot()
+// helmLint runs `helm lint --strict` on the chart with a values file (or
+// none) and returns every message at warning level or above: the messages
+// --strict fails on.
+func helmLint(valuesFile string) ([]string, error) {
+	vals, err := helmtemplate.Values(helmtemplate.Options{ValuesFile: valuesFile})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	p := filepath.Join(root, "bin", "helm", "helm")
-	if _, err := os.Stat(p); err != nil {
-		cmd := exec.Command(filepath.Join(root, "hack", "tools.sh"), "helm")
-		cmd.Dir = root
-		cmd.Stderr = os.Stderr
-		if _, err := cmd.Output(); err != nil {
-			return "", fmt.Errorf("hack/tools.sh helm: %w", err)
+	kv, err := chartutil.ParseKubeVersion(kubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	for _, m := range lint.AllWithKubeVersion(chartDir, vals, "default", kv).Messages {
+		if m.Severity >= support.WarningSev {
+			problems = append(problems, m.Error())
 		}
 	}
-	return p, checkHelmVersion(p)
+	return problems, nil
 }
 
-func checkHelmVersion(p string) error {
-	out, err := exec.Command(p, "version", "--template", "{{.Version}}").Output()
-	if err != nil {
-		return fmt.Errorf("%s version: %w", p, err)
-	}
-	if got := strings.TrimSpace(string(out)); got != helmVersion {
-		return fmt.Errorf("%s is helm %s, the chart is tested with %s", p, got, helmVersion)
-	}
-	return nil
-}
-
-func runHelm(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(helm(t), args...)
-	// No user's helm state (repositories, plugins) leaks into the test.
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home, "HELM_CONFIG_HOME="+home, "HELM_DATA_HOME="+home)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, stderr.String(), stdout.String())
-	}
-	return stdout.String(), nil
-}
-
-// object is one rendered manifest.
+// object is one rendered manifest.// object is one rendered manifest.
 type object map[string]any
 
 func (o object) kind() string { return str(o, "kind") }
@@ -126,16 +76,15 @@ func render(t *testing.T, release, namespace, valuesFile string, sets ...string)
 	return parse(t, out)
 }
 
+// renderRaw renders the chart as `helm template <release> <chart>
+// --namespace <namespace> --include-crds --kube-version <kubeVersion>
+// [--values <valuesFile>] [--set <set>]...` prints it.
 func renderRaw(t *testing.T, release, namespace, valuesFile string, sets ...string) (string, error) {
 	t.Helper()
-	args := []string{"template", release, chartDir, "--namespace", namespace, "--include-crds", "--kube-version", kubeVersion}
-	if valuesFile != "" {
-		args = append(args, "--values", valuesFile)
-	}
-	for _, s := range sets {
-		args = append(args, "--set", s)
-	}
-	return runHelm(t, args...)
+	return helmtemplate.Template(chartDir, helmtemplate.Options{
+		Release: release, Namespace: namespace, KubeVersion: kubeVersion,
+		ValuesFile: valuesFile, Set: sets, IncludeCRDs: true,
+	})
 }
 
 func parse(t *testing.T, manifests string) []object {

@@ -1,25 +1,21 @@
 // Package testkit renders the ODA Canvas test kit's Component charts
 // (../shared/oda-canvas/testkit from the repository root) with their default
-// values through Helm's own chart loader and template engine, so tests run
+// values through Helm's own chart loader and template engine (tests/helmtemplate), so tests run
 // odaflow on exactly what a Canvas user installs. Every chart folder is
 // found by listing the directory: a chart added there is tested without code.
 package testkit
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/tests/helmtemplate"
 	"github.com/odaflow/odaflow/validate"
 )
 
@@ -117,35 +113,11 @@ func Charts(t testing.TB) []Chart {
 // Render renders a chart with its default values as `helm template
 // <release> <dir> --namespace <namespace>` would.
 func Render(c Chart, release, namespace string) (Rendered, error) {
-	ch, err := loader.Load(c.Dir)
+	manifest, err := helmtemplate.Template(c.Dir, helmtemplate.Options{Release: release, Namespace: namespace})
 	if err != nil {
-		return Rendered{}, fmt.Errorf("loading chart %s: %w", c.Name, err)
+		return Rendered{}, fmt.Errorf("test-kit chart %s: %w", c.Name, err)
 	}
-	opts := chartutil.ReleaseOptions{Name: release, Namespace: namespace, Revision: 1, IsInstall: true}
-	vals, err := chartutil.ToRenderValues(ch, nil, opts, chartutil.DefaultCapabilities)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("values of chart %s: %w", c.Name, err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		return Rendered{}, fmt.Errorf("rendering chart %s: %w", c.Name, err)
-	}
-	names := make([]string, 0, len(files))
-	for name := range files {
-		// Helm installs only the manifests; NOTES.txt and partials are not.
-		if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	var manifest bytes.Buffer
-	for _, name := range names {
-		if strings.TrimSpace(files[name]) == "" {
-			continue
-		}
-		fmt.Fprintf(&manifest, "---\n# Source: %s\n%s\n", name, files[name])
-	}
-	docs, err := validate.Decode(manifest.Bytes())
+	docs, err := validate.Decode([]byte(manifest))
 	if err != nil {
 		return Rendered{}, fmt.Errorf("chart %s: %w", c.Name, err)
 	}
@@ -156,7 +128,7 @@ func Render(c Chart, release, namespace string) (Rendered, error) {
 			objs[i].SetNamespace(namespace)
 		}
 	}
-	return Rendered{Chart: c, Manifest: manifest.Bytes(), Objects: objs}, nil
+	return Rendered{Chart: c, Manifest: []byte(manifest), Objects: objs}, nil
 }
 
 // MustRender renders a chart or fails the test.
