@@ -70,13 +70,17 @@ func freeDevPorts() (devPorts, error) {
 
 func runDev(args []string) error {
 	fset := flag.NewFlagSet("odaflow dev", flag.ContinueOnError)
-	kubeconfig := fset.String("kubeconfig", os.Getenv("KUBECONFIG"), "use this cluster instead of starting one (env KUBECONFIG); the ODA CRDs are installed there")
+	// The variables are the ones the worker reads for the same settings
+	// (config.EnvName); strings never fail to parse, so no error is kept.
+	env := config.Flags{FS: fset, Errs: new([]error)}
+	var kubeconfig, keycloakURL string
+	env.String(&kubeconfig, "kubeconfig", "", "use this cluster instead of starting one; the ODA CRDs are installed there")
 	dataDir := fset.String("data-dir", defaultDataDir(), "state of the local stack (etcd data, Temporal database) and its logs")
 	sample := fset.Bool("sample", true, "apply the sample Components")
 	namespace := fset.String("sample-namespace", "components", "namespace of the sample Components")
 	logLevel := fset.String("log-level", "info", "level of the worker's and the watcher's logs (files in the data folder); debug adds fx's records")
-	keycloakURL := fset.String("keycloak-url", os.Getenv("ODAFLOW_KEYCLOAK_URL"),
-		"a real Keycloak instead of odaflow's stand-in (base URL, with /auth before Keycloak 17); admin user and password from KEYCLOAK_ADMIN and KEYCLOAK_ADMIN_PASSWORD (env ODAFLOW_KEYCLOAK_URL)")
+	env.String(&keycloakURL, "keycloak-url", "",
+		"a real Keycloak instead of odaflow's stand-in (base URL, with /auth before Keycloak 17); admin user and password from KEYCLOAK_ADMIN and KEYCLOAK_ADMIN_PASSWORD")
 	keycloakRealm := fset.String("keycloak-realm", "odari", "Keycloak realm of the component clients")
 	free := fset.Bool("free-ports", false, "listen on free ports instead of 6443, 2379, 7233, 8233, 8081, 8082, 8200 and 9443 (to run next to another stack)")
 	if err := fset.Parse(args); err != nil {
@@ -128,7 +132,7 @@ func runDev(args []string) error {
 			out.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
 		}
 	}
-	kubeconfigPath := *kubeconfig
+	kubeconfigPath := kubeconfig
 	if kubeconfigPath == "" {
 		kube, err := localstack.StartKube(ctx, localstack.Options{
 			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "kube"), Persist: true, KubePort: ports.Kube, EtcdPort: ports.Etcd,
@@ -148,7 +152,7 @@ func runDev(args []string) error {
 		return err
 	}
 	step("CRDs installed")
-	if *kubeconfig == "" {
+	if kubeconfig == "" {
 		// Components applied as v1beta2..v1beta4 are converted by odaflow's
 		// own webhook, as in a cluster with the chart's webhook enabled.
 		stopWebhook, err := startConversionWebhook(ctx, restCfg, ports.Webhook)
@@ -168,7 +172,7 @@ func runDev(args []string) error {
 	defer logStop("temporal", temporal.Stop)
 	step("Temporal ready")
 
-	identity, err := startIdentity(ctx, restCfg, *keycloakURL, *keycloakRealm)
+	identity, err := startIdentity(ctx, restCfg, keycloakURL, *keycloakRealm)
 	if err != nil {
 		return err
 	}
@@ -234,7 +238,7 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, vault.Banner, workerLog.Path, filepath.Join(*dataDir, "*", "logs"))
 
 	if *sample {
-		if *kubeconfig == "" {
+		if kubeconfig == "" {
 			// The local cluster has no load balancer and no kubelet: stand in
 			// for them so the sample's APIs get a url and a ready implementation.
 			if err := simulateCluster(ctx, restCfg, *namespace, samples); err != nil {

@@ -108,11 +108,9 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "same as -A")
 	fs.StringVar(&o.output, "o", "", "output: wide or json; empty: a table")
 	fs.StringVar(&o.ui, "ui", "http://127.0.0.1:8233", "Temporal Web UI address, for the links (-o wide)")
-	tns := os.Getenv("ODAFLOW_TEMPORAL_NAMESPACE")
-	if tns == "" {
-		tns = "default"
-	}
-	fs.StringVar(&o.temporalNamespace, "temporal-namespace", tns, "Temporal namespace of the workflows, for the links (env ODAFLOW_TEMPORAL_NAMESPACE)")
+	// The worker's own setting and variable, so the links follow the same
+	// ODAFLOW_TEMPORAL_NAMESPACE as the stack.
+	config.Flags{FS: fs, Errs: new([]error)}.String(&o.temporalNamespace, "temporal-namespace", "default", "Temporal namespace of the workflows, for the links")
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {

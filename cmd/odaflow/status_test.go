@@ -59,6 +59,30 @@ func TestParseStatus(t *testing.T) {
 	}
 }
 
+// TestStatusTemporalNamespaceFollowsTheStack: the links name the Temporal
+// namespace the worker uses, from the same ODAFLOW_TEMPORAL_NAMESPACE, and
+// the flag wins over it.
+func TestStatusTemporalNamespaceFollowsTheStack(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{want: "default"},
+		{env: "canvas-prod", want: "canvas-prod"},
+		{env: "canvas-prod", args: []string{"--temporal-namespace", "other"}, want: "other"},
+	} {
+		t.Setenv("ODAFLOW_TEMPORAL_NAMESPACE", tc.env)
+		o, err := parseStatus(tc.args, io.Discard)
+		if err != nil {
+			t.Fatalf("env %q args %v: %v", tc.env, tc.args, err)
+		}
+		if o.temporalNamespace != tc.want {
+			t.Errorf("env %q args %v: temporal namespace %q, want %q", tc.env, tc.args, o.temporalNamespace, tc.want)
+		}
+	}
+}
+
 // TestStatusKubeconfigAsKubectl: without --kubeconfig the files of
 // $KUBECONFIG are read (not the in-cluster account), the current context's
 // namespace is the default namespace, --context picks another context and

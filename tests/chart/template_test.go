@@ -366,14 +366,14 @@ func TestTemplateRejects(t *testing.T) {
 		{[]string{"watcher.leaderElection.enabled=false"}, "needs watcher.leaderElection.enabled"},
 		{[]string{"webhook.certManager.enabled=false", "webhook.tls.existingSecret=tls"}, "webhook.tls.caBundle"},
 		{[]string{"metrics.service.enabled=false", "metrics.serviceMonitor.enabled=true"}, "needs metrics.service.enabled"},
-		// values.schema.json: wrong types, unknown values and unknown keys.
-		// The JSON-pointer form appears only in helm's schema error, never
-		// in the --set flags the error repeats.
+		// values.schema.json: wrong types, unknown values and unknown keys,
+		// each named in helm's schema error by its JSON pointer.
 		{[]string{"worker.replicaCount=two"}, "at '/worker/replicaCount'"},
 		{[]string{"logLevel=verbose"}, "at '/logLevel'"},
 		{[]string{"metrics.serviceMonitor.enabled=yes"}, "at '/metrics/serviceMonitor/enabled'"},
 		{[]string{"crds.install=sometimes"}, "at '/crds/install'"},
-		{[]string{"workerReplicas=2"}, "workerReplicas"},
+		{[]string{"workerReplicas=2"}, "at '': additional properties 'workerReplicas' not allowed"},
+		{[]string{"worker.replicas=2"}, "at '/worker': additional properties 'replicas' not allowed"},
 	} {
 		_, err := renderRaw(t, "odaflow", "canvas", "", tc.sets...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
