@@ -14,14 +14,23 @@
 //     oda.tmforum.org/componentName, is "<release>" or starts with
 //     "<release>-"). selector.zone is accepted and ignored: the Canvas has
 //     no zones.
-//  3. A component never satisfies its own dependency: ExposedAPIs of the
-//     DependentAPI's own Component are not candidates (the Canvas's
-//     dependent-API test kit component exposes the very API it depends on,
-//     and means another component's).
-//  4. Among the candidates, one in the DependentAPI's own namespace wins;
-//     otherwise (and within a namespace) the first by namespace, then name,
-//     in byte order. The answer depends only on the candidates, never on
-//     the order the watcher saw them in.
+//  3. A component may satisfy its own dependency. The Canvas's dependency
+//     operator takes any ready ExposedAPI in the cluster with the same
+//     specification, the component's own included: its upgrade test
+//     (productcatalog-v1 to -enhanced-v1, UC003-F004) reaches Complete by
+//     resolving the new dependency against the component's own ExposedAPI.
+//     "Own" means the same Component name in the same namespace.
+//  4. Among the candidates, another component's ExposedAPI wins over the
+//     DependentAPI's own: a component that depends on an API it also
+//     exposes means another instance of it (the Canvas's UC007-F002 reads
+//     data seeded in r-cat through f-cat's resolved dependency), and its
+//     own is the fallback that lets it complete alone. The Canvas takes the
+//     first ExposedAPI its list returns, which can be the component's own;
+//     odaflow makes the preference explicit. Then one in the DependentAPI's
+//     own namespace wins; then the first by namespace, then name, in byte
+//     order. The answer depends only on the candidates, never on the order
+//     the watcher saw them in, and it moves to another component's
+//     ExposedAPI as soon as one becomes ready.
 package dependency
 
 import (
@@ -78,6 +87,9 @@ func Match(req Request, providers []Provider) (Provider, bool) {
 	}
 	sort.Slice(candidates, func(i, j int) bool {
 		a, b := candidates[i], candidates[j]
+		if aOwn, bOwn := req.isOwn(a), req.isOwn(b); aOwn != bOwn {
+			return bOwn
+		}
 		if (a.Namespace == req.Namespace) != (b.Namespace == req.Namespace) {
 			return a.Namespace == req.Namespace
 		}
@@ -89,11 +101,13 @@ func Match(req Request, providers []Provider) (Provider, bool) {
 	return candidates[0], true
 }
 
+// isOwn tells whether p belongs to the request's own Component.
+func (req Request) isOwn(p Provider) bool {
+	return req.Component != "" && p.Namespace == req.Namespace && p.Component == req.Component
+}
+
 func accepts(req Request, want string, p Provider) bool {
 	if p.APIType != "openapi" || !p.Ready || p.URL == "" {
-		return false
-	}
-	if req.Component != "" && p.Component == req.Component {
 		return false
 	}
 	if s := req.Selector.Namespace; s != "" && p.Namespace != s {

@@ -67,6 +67,18 @@ func WithInterceptor(ic interceptor.WorkerInterceptor) fx.Option {
 	return fx.Provide(fx.Annotate(func() interceptor.WorkerInterceptor { return ic }, fx.ResultTags(`group:"worker-interceptors"`)))
 }
 
+// WithHubHTTPClient makes the identity activities call the components'
+// TMF630 hubs with hc instead of a plain client. `odaflow dev` uses it: its
+// cluster runs no component pods, so hc takes the hubs' cluster-local
+// Service names to the dev process's own stand-in, as a cluster's DNS and
+// Service routing would take them to the pods.
+func WithHubHTTPClient(hc *http.Client) fx.Option {
+	return fx.Decorate(func(id *activities.Identity) *activities.Identity {
+		id.Hub.HTTP = hc
+		return id
+	})
+}
+
 // StopTimeout is how long the worker lets running activities finish after
 // SIGTERM (worker.Options.WorkerStopTimeout). The chart's
 // worker.terminationGracePeriodSeconds must exceed it (tests/chart).

@@ -177,6 +177,18 @@ func runDev(args []string) error {
 		return err
 	}
 	defer identity.Stop()
+	// The identity listener, and a stand-in for the components' hubs, on
+	// the stack's own cluster only: on another cluster the hubs are the
+	// components' real ones, which a worker outside it cannot reach.
+	hubsBanner := "not configured: with --kubeconfig the worker runs outside the cluster and cannot reach the components' hubs"
+	var hubs *devHubs
+	if *kubeconfig == "" {
+		if hubs, err = startHubs(*dataDir, ports.Worker); err != nil {
+			return err
+		}
+		defer hubs.Stop()
+		hubsBanner = hubs.Banner
+	}
 	vault, err := startVault(ctx, restCfg, filepath.Join(*dataDir, "vault"), ports.Vault)
 	if err != nil {
 		return err
@@ -191,6 +203,11 @@ func runDev(args []string) error {
 	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
 		Keycloak: identity.Config, Vault: vault.Config}
 	wcfg.HTTPAddress = ports.Worker
+	workerOptions := []fx.Option{runtime.WithLogHandler(workerHandler)}
+	if hubs != nil {
+		wcfg.ListenerBaseURL, wcfg.ListenerKeyFile = hubs.ListenerBaseURL, hubs.KeyFile
+		workerOptions = append(workerOptions, worker.WithHubHTTPClient(hubs.HTTP))
+	}
 	vcfg := config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, SecretsCheckInterval: 10 * time.Minute,
 		ChildStatusWindow: 250 * time.Millisecond, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout}
 	vcfg.HTTPAddress = ports.Watcher
@@ -198,7 +215,7 @@ func runDev(args []string) error {
 		return fmt.Errorf("the dev stack's own configuration: %w", err)
 	}
 	apps := []*fx.App{
-		worker.New(wcfg, runtime.WithLogHandler(workerHandler)),
+		worker.New(wcfg, workerOptions...),
 		watcher.NewApp(vcfg, runtime.WithLogHandler(watcherHandler)),
 	}
 	// Building the applications pointed klog at the last one's logger;
@@ -231,11 +248,12 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
   status            %s
   kubeconfig        %s
   Keycloak          %s
+  identity          %s
   Vault             %s
   logs              %s and watcher.log; the servers' in %s
 
 `, time.Since(started).Round(time.Millisecond), temporal.UIAddress, temporal.Namespace,
-		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, vault.Banner, workerLog.Path, filepath.Join(*dataDir, "*", "logs"))
+		statusCommand(kubeconfigPath), kubeconfigPath, identity.Banner, hubsBanner, vault.Banner, workerLog.Path, filepath.Join(*dataDir, "*", "logs"))
 
 	if *sample {
 		if kubeconfig == "" {

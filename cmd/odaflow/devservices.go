@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +23,7 @@ import (
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/doubles/keycloak"
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/listener/hubtest"
 )
 
 // Where `odaflow dev` keeps the Keycloak admin credentials, as a Canvas
@@ -159,5 +163,56 @@ func startVault(ctx context.Context, cfg *rest.Config, dataDir string, port int)
 		}
 		d.Config.TokenReviewerJWTFile = p
 	}
+	return d, nil
+}
+
+// devHubs is the identity listener's setup in the dev stack: the worker
+// serves the listener on its own HTTP address with a key kept in the data
+// folder, and the components' TMF630 hubs it subscribes to are answered by
+// a stand-in in this process. The dev cluster runs no component pods, so
+// HTTP is the client the worker calls a hub with: it takes a hub's
+// cluster-local Service name to the stand-in, as a cluster's DNS and
+// Service routing would take it to the component's pod, and refuses any
+// other host.
+type devHubs struct {
+	ListenerBaseURL, KeyFile string
+	HTTP                     *http.Client
+	Banner                   string
+	hub                      *hubtest.Hub
+}
+
+func (d *devHubs) Stop() { d.hub.Close() }
+
+// startHubs starts the hub stand-in; workerAddr is the worker's HTTP
+// address, where its /listener/ route is served. The key is made on the
+// first run and kept: the subscriptions recorded in the workflows were made
+// with it.
+func startHubs(dataDir, workerAddr string) (*devHubs, error) {
+	keyFile := filepath.Join(dataDir, "listener", "key")
+	if _, err := os.Stat(keyFile); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+			return nil, fmt.Errorf("the identity listener's key: %w", err)
+		}
+		if err := os.WriteFile(keyFile, []byte(randomHex(32)+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("the identity listener's key: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("the identity listener's key: %w", err)
+	}
+	hub := hubtest.New()
+	hubAddr := strings.TrimPrefix(hub.URL(), "http://")
+	d := &devHubs{ListenerBaseURL: "http://" + workerAddr, KeyFile: keyFile, hub: hub}
+	d.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, address string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil || !strings.HasSuffix(host, ".svc.cluster.local") {
+				return nil, fmt.Errorf("%s is not a Service of the dev cluster", address)
+			}
+			var dialer net.Dialer
+			return dialer.DialContext(ctx, network, hubAddr)
+		},
+	}}
+	d.Banner = fmt.Sprintf("listener %s/listener/ (key in %s); the components' hubs are odaflow's\n"+
+		"                    TMF630 stand-in at %s, reached by their Service names", d.ListenerBaseURL, keyFile, hub.URL())
 	return d, nil
 }

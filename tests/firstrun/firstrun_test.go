@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,13 +19,21 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/odaflow/odaflow/internal/localstack"
+	"github.com/odaflow/odaflow/oda"
 )
 
-// The sample Components `odaflow dev` applies.
+// The sample Components `odaflow dev` applies, and their namespace.
 const (
-	dependant = "ctk-productcatalogmanagement"
-	provider  = "r-cat-productcatalogmanagement"
+	dependant       = "ctk-productcatalogmanagement"
+	provider        = "r-cat-productcatalogmanagement"
+	sampleNamespace = "components"
 )
 
 // screen is what the person sees: every line the command prints, stdout
@@ -165,11 +174,15 @@ func TestMakeDevShowsTheSampleComplete(t *testing.T) {
 
 	// The steps that make the dependant Complete, each on its console line:
 	// its APIs exposed, its dependency resolved to the provider's API, its
-	// Keycloak client and roles set up.
+	// Keycloak client and roles set up, its identity listener subscribed.
+	// The dependant exposes the product catalog API too, and may resolve
+	// against its own for a moment if its API is ready first; the
+	// provider's, another Component's, wins as soon as it is ready (see
+	// assertSampleOnTheCluster for the end state).
 	for _, re := range []string{
 		`\s` + dependant + `\s+ExposedAPI productcatalogmanagement-v4\s+Exposed\s+https?://127\.0\.0\.1/` + dependant + `/`,
 		`\s` + dependant + `\s+DependentAPI downstreamproductcatalog-v4\s+Resolved\s+https?://127\.0\.0\.1/` + provider + `/tmf-api/productCatalogManagement/v4`,
-		`\s` + dependant + `\s+IdentityConfig\s+(Ready$|ListenerMisconfigured\s+could not subscribe the identity listener)`,
+		`\s` + dependant + `\s+IdentityConfig\s+Ready$`,
 	} {
 		scr.waitFor(t, regexp.MustCompile(re), 10*time.Second, exited)
 	}
@@ -193,6 +206,22 @@ func TestMakeDevShowsTheSampleComplete(t *testing.T) {
 		}
 	}
 
+	// The sample's dependency and identity as the cluster holds them, and
+	// nothing in its namespace warned.
+	assertSampleOnTheCluster(t, filepath.Join(dataDir, "kube", "kubeconfig"))
+	// The listener the hubs were given a callback to answers as a
+	// configured one: an event without its token is refused, not 503.
+	listenerLine := scr.waitFor(t, regexp.MustCompile(`^\s+identity\s+listener http://\S+/listener/`), time.Second, exited)
+	listenerURL := regexp.MustCompile(`http://\S+/listener/`).FindString(listenerLine.text)
+	resp, err := http.Post(listenerURL+sampleNamespace+"/"+dependant, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatalf("POST to the identity listener: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an event without the listener token: HTTP %d, want 401 from a configured listener", resp.StatusCode)
+	}
+
 	// Ctrl-C stops everything, cleanly.
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -212,6 +241,60 @@ func TestMakeDevShowsTheSampleComplete(t *testing.T) {
 		}
 	}
 	t.Logf("odaflow dev printed:\n%s", scr)
+}
+
+// assertSampleOnTheCluster checks, on the dev cluster, that the
+// dependant's DependentAPI is resolved to the provider's API, not its own;
+// that each sample Component's IdentityConfig is Ready with the identity
+// listener subscribed to its hub (not ListenerMisconfigured); and that no
+// Warning Event was recorded in the sample's namespace.
+func assertSampleOnTheCluster(t *testing.T, kubeconfig string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("the dev cluster's kubeconfig: %v", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	depName := dependant + "-downstreamproductcatalog-v4"
+	if dep, err := dyn.Resource(oda.KindDependentAPI.GVR()).Namespace(sampleNamespace).Get(ctx, depName, metav1.GetOptions{}); err != nil {
+		t.Errorf("DependentAPI %s: %v", depName, err)
+	} else if url, _, _ := unstructured.NestedString(dep.Object, "status", "depapiStatus", "url"); !strings.Contains(url, "/"+provider+"/") {
+		t.Errorf("DependentAPI %s resolved to %q, want the provider %s's API", depName, url, provider)
+	}
+	for _, name := range []string{provider, dependant} {
+		u, err := dyn.Resource(oda.KindIdentityConfig.GVR()).Namespace(sampleNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("IdentityConfig %s: %v", name, err)
+			continue
+		}
+		var status, reason, message string
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, _ := c.(map[string]any); m["type"] == "Ready" {
+				status, reason, message = fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+			}
+		}
+		registered, _, _ := unstructured.NestedBool(u.Object, "status", "identityConfig", "listenerRegistered")
+		if status != "True" || reason == "ListenerMisconfigured" || !registered {
+			t.Errorf("IdentityConfig %s: Ready %s, reason %s (%s), listenerRegistered %t; want True, not ListenerMisconfigured, registered",
+				name, status, reason, message, registered)
+		}
+	}
+	events, err := core.CoreV1().Events(sampleNamespace).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning"})
+	if err != nil {
+		t.Fatalf("list the Events of %s: %v", sampleNamespace, err)
+	}
+	for _, e := range events.Items {
+		t.Errorf("Warning Event on %s %s: %s: %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+	}
 }
 
 func withoutEnv(env []string, names ...string) []string {

@@ -50,11 +50,21 @@ func inventoryRecord(component string) (state, url string, n int) {
 }
 
 // installDependencyPair installs the provider and the dependant in the given
-// order and checks that both reach Complete with the dependency resolved.
+// order and checks that both reach Complete with the dependency resolved to
+// the provider.
+//
+// With the provider first, the dependant is the Canvas's dependent-API
+// example: it exposes the TMF620 API it depends on, and the provider's
+// wins over its own. With the provider later, the dependant only consumes
+// the API: one that exposes it would resolve against itself and never
+// wait (dependency.Match rule 3).
 func installDependencyPair(t *testing.T, ns string, providerFirst bool) (depName, providerURL string) {
 	readyNamespace(t, ns)
 	provider := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, providerComponent)))
 	dependant := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, dependantComponent))
+	if !providerFirst {
+		dependant = fixtures.WithoutAPI(dependant, "productcatalogmanagement")
+	}
 	if providerFirst {
 		create(t, oda.KindComponent, provider)
 		waitPhase(t, ns, providerComponent, oda.StatusComplete, 60*time.Second)
@@ -116,6 +126,75 @@ func TestDependencyResolvedWhenTheProviderComesLater(t *testing.T) {
 	if _, _, n := inventoryRecord(dependantComponent); n != 0 {
 		t.Fatalf("Service Inventory still holds %d record(s) of %s", n, dependantComponent)
 	}
+}
+
+// TestDependencyOnItsOwnAPIUntilAnotherProvides: a Component that depends
+// on an API it exposes itself (the Canvas's productcatalog-enhanced-v1)
+// completes alone, resolved against its own ExposedAPI, as in the Canvas.
+// Another Component's ExposedAPI, once ready, wins; when that one leaves,
+// the dependency falls back to its own and the Component stays Complete.
+// The API has a specification URL of this test's own, so that no other
+// test's Component can provide it.
+func TestDependencyOnItsOwnAPIUntilAnotherProvides(t *testing.T) {
+	const (
+		ns       = "it-deps-own"
+		self     = "o-cat-productcatalogmanagement"
+		other    = "p-cat-productcatalogmanagement"
+		ownSpec  = "https://example.com/it-deps-own/TMF620-ProductCatalog-v4.0.0.swagger.json"
+		catalog  = "-productcatalogmanagement-v4"
+		deadline = 60 * time.Second
+	)
+	readyNamespace(t, ns)
+	dependant := fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, self))
+	firstSpec(fixtures.Spec(dependant), "coreFunction")["url"] = ownSpec
+	deps, _, _ := unstructured.NestedSlice(dependant.Object, "spec", "coreFunction", "dependentAPIs")
+	deps[0].(map[string]any)["specification"] = []any{map[string]any{"url": ownSpec}}
+	_ = unstructured.SetNestedSlice(dependant.Object, deps, "spec", "coreFunction", "dependentAPIs")
+	create(t, oda.KindComponent, dependant)
+
+	var depName string
+	eventually(t, deadline, "the DependentAPI", func() (bool, string) {
+		names := listChildren(t, oda.KindDependentAPI, ns, self)
+		if len(names) == 1 {
+			depName = names[0]
+		}
+		return len(names) == 1, fmt.Sprint(names)
+	})
+	ownURL, _ := apiStatus(waitExposed(t, ns, self+catalog, true, true))
+	waitDependency(t, ns, depName, ownURL, true)
+	waitPhase(t, ns, self, oda.StatusComplete, deadline)
+	eventually(t, 30*time.Second, "Service Inventory record of its own API", func() (bool, string) {
+		state, url, n := inventoryRecord(self)
+		return state == "active" && url == ownURL && n == 1, state + " " + url
+	})
+
+	// Another Component provides the API: it wins over the own one.
+	provider := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, other)))
+	firstSpec(fixtures.Spec(provider), "coreFunction")["url"] = ownSpec
+	create(t, oda.KindComponent, provider)
+	otherURL, _ := apiStatus(waitExposed(t, ns, other+catalog, true, true))
+	if otherURL == ownURL {
+		t.Fatalf("the two Components' APIs share the url %s", ownURL)
+	}
+	waitDependency(t, ns, depName, otherURL, true)
+	eventually(t, 30*time.Second, "Service Inventory record of the other's API", func() (bool, string) {
+		state, url, n := inventoryRecord(self)
+		return state == "active" && url == otherURL && n == 1, state + " " + url
+	})
+
+	// It leaves: the dependency falls back to the Component's own API.
+	deleteComponent(t, ns, other)
+	waitDependency(t, ns, depName, ownURL, true)
+	eventually(t, deadline, "the Component Complete with its own API's url", func() (bool, string) {
+		u, err := get(oda.KindComponent, ns, self)
+		if err != nil {
+			return false, err.Error()
+		}
+		entries, _, _ := unstructured.NestedSlice(u.Object, "status", "coreDependentAPIs")
+		ok := len(entries) == 1 && entries[0].(map[string]any)["url"] == ownURL && entries[0].(map[string]any)["ready"] == true
+		return ok && deploymentStatus(u) == oda.StatusComplete, fmt.Sprintf("%s, coreDependentAPIs %v", deploymentStatus(u), entries)
+	})
+	deleteComponent(t, ns, self)
 }
 
 func TestDependencyResolvedWhenTheProviderIsThereFirst(t *testing.T) {

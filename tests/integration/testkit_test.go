@@ -378,34 +378,9 @@ func TestTestKitUpgrades(t *testing.T) {
 	createNamespace(t, ns)
 	ensureIngress(t)
 	setIngressAddress(t, "34.159.217.74")
-	// A component never satisfies its own dependency (dependency.Match):
-	// productcatalog-enhanced-v1 depends on the TMF620 API it exposes
-	// itself, meaning another component's. That one is installed beside it.
-	deps := map[string]bool{}
-	for _, uc := range upgradeCases {
-		for _, chart := range []string{uc.from, uc.to} {
-			for _, comp := range testkit.MustRender(t, testkit.Find(t, chart), "probe", ns).Components() {
-				for _, c := range validate.Component(comp.Object, ns).Children {
-					s, _ := c.Spec["specification"].(map[string]any)
-					if url, _ := s["url"].(string); c.Kind == oda.KindDependentAPI.Name && url != "" {
-						deps[url] = true
-					}
-				}
-			}
-		}
-	}
-	urls := make([]string, 0, len(deps))
-	for url := range deps {
-		urls = append(urls, url)
-	}
-	sort.Strings(urls)
-	for i, url := range urls {
-		name := fmt.Sprintf("upprovider%d", i)
-		setEndpoints(t, ns, name+"-api", true)
-		create(t, oda.KindComponent, providerFor(ns, name, url))
-		waitPhase(t, ns, name, oda.StatusComplete, 120*time.Second)
-		t.Logf("%s provides %s beside the upgraded components", name, url)
-	}
+	// No provider is installed beside them: productcatalog-enhanced-v1
+	// depends on the TMF620 API it exposes itself and, as in the Canvas's
+	// UC003-F004, resolves that dependency against its own ExposedAPI.
 	var matrix []string
 	for ci, uc := range upgradeCases {
 		ok := 0
