@@ -182,7 +182,7 @@ func runDev(args []string) error {
 	// components' real ones, which a worker outside it cannot reach.
 	hubsBanner := "not configured: with --kubeconfig the worker runs outside the cluster and cannot reach the components' hubs"
 	var hubs *devHubs
-	if *kubeconfig == "" {
+	if kubeconfig == "" {
 		if hubs, err = startHubs(*dataDir, ports.Worker); err != nil {
 			return err
 		}
