@@ -208,7 +208,11 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-sdk")),
 	}
 	if reg != nil {
-		opts.MetricsHandler = NewTemporalMetrics(reg)
+		h, err := NewTemporalMetrics(reg, log)
+		if err != nil {
+			return opts, err
+		}
+		opts.MetricsHandler = h
 	}
 	if c.TemporalCompression != "gzip" {
 		// The SDK's default is gzip (config.Common.TemporalCompression).
