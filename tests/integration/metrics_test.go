@@ -13,8 +13,12 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
+	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/dashboard"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
+	"github.com/odaflow/odaflow/watcher"
 )
 
 // seriesNames scrapes a /metrics page and returns the name of every series
@@ -65,6 +69,10 @@ func runOneLifecycle(t *testing.T, ns string) {
 	}
 	t.Cleanup(restore)
 	provider, dependant := "mx-provider", "mx-dependant"
+	// And one whose spec odaflow refuses: the Failed series exist too.
+	bad := fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, "mx-malformed")))
+	fixtures.Spec(bad)["securityFunction"].(map[string]any)["canvasSystemRole"] = ""
+	create(t, oda.KindComponent, bad)
 	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, provider))))
 	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.ProductCatalog(ns, dependant)))
 	eventually(t, 90*time.Second, "activities fail while Keycloak and the inventory are down", func() (bool, string) {
@@ -76,7 +84,8 @@ func runOneLifecycle(t *testing.T, ns string) {
 	for _, name := range []string{provider, dependant} {
 		waitPhase(t, ns, name, oda.StatusComplete, 90*time.Second)
 	}
-	for _, name := range []string{dependant, provider} {
+	waitPhase(t, ns, "mx-malformed", oda.StatusFailed, 30*time.Second)
+	for _, name := range []string{dependant, provider, "mx-malformed"} {
 		if err := stack.dyn.Resource(oda.KindComponent.GVR()).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 			t.Fatalf("delete %s: %v", name, err)
 		}
@@ -86,6 +95,27 @@ func runOneLifecycle(t *testing.T, ns string) {
 			return err == nil && st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(st, err)
 		})
 	}
+}
+
+// startLeaderElectedWatcher starts a watcher with leader election on, on
+// its own task queue and serving no namespace, and returns its HTTP address.
+func startLeaderElectedWatcher(t *testing.T, ns string) string {
+	t.Helper()
+	createNamespace(t, ns)
+	common := stack.common
+	common.TaskQueue = ns
+	common.Namespaces = []string{ns + "-serves-nothing"}
+	var addr string
+	common.HTTPAddress, addr = listenAddress()
+	app := watcher.NewApp(config.Watcher{Common: common, LeaderElect: true,
+		LeaderElectionNamespace: ns, LeaderElectionID: "odaflow-watcher", Identity: "metrics-watcher"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := app.Start(ctx); err != nil {
+		t.Fatalf("start the leader-elected watcher: %v", err)
+	}
+	t.Cleanup(func() { stopApp(app) })
+	return addr
 }
 
 // The Temporal SDK's metrics, through its OpenTelemetry handler, under the
@@ -119,25 +149,85 @@ var temporalSDKSeries = map[string][]string{
 	},
 }
 
-func TestTemporalSDKMetricsOnRunningProcesses(t *testing.T) {
+// TestMetricsOnRunningProcesses runs one lifecycle on the real servers, then
+// reads the worker's and the watcher's /metrics: the Temporal SDK's series
+// are there under their standard names, and every metric the chart's
+// Grafana dashboard queries exists on one of the two.
+func TestMetricsOnRunningProcesses(t *testing.T) {
 	runOneLifecycle(t, "it-metrics")
+	served := map[string]map[string]bool{}
 	for what, addr := range map[string]string{"worker": stack.workerHTTP, "watcher": stack.watcherHTTP} {
-		names := seriesNames(t, "http://"+addr+"/metrics")
-		var missing, sdk []string
-		for _, want := range temporalSDKSeries[what] {
-			if !names[want] {
-				missing = append(missing, want)
-			}
-		}
-		for n := range names {
-			if strings.HasPrefix(n, "temporal_") {
-				sdk = append(sdk, n)
-			}
-		}
-		sort.Strings(sdk)
-		if len(missing) > 0 {
-			t.Errorf("%s /metrics lacks %v; its temporal_* series: %v", what, missing, sdk)
-		}
-		t.Logf("%s: %d temporal_* series names", what, len(sdk))
+		served[what] = seriesNames(t, "http://"+addr+"/metrics")
 	}
+	// The suite's watcher runs without leader election; the chart's runs
+	// with it. A second watcher as the chart runs it (serving no namespace,
+	// on its own task queue) adds the leader-election series once it leads.
+	leaderMetrics := "http://" + startLeaderElectedWatcher(t, "it-metrics-lease") + "/metrics"
+	eventually(t, 30*time.Second, "the leader-elected watcher leads", func() (bool, string) {
+		v := metricSum(t, leaderMetrics, "leader_election_master_status")
+		return v == 1, fmt.Sprint("leader_election_master_status ", v)
+	})
+	for n := range seriesNames(t, leaderMetrics) {
+		served["watcher"][n] = true
+	}
+
+	t.Run("temporal SDK", func(t *testing.T) {
+		for what, names := range served {
+			var missing, sdk []string
+			for _, want := range temporalSDKSeries[what] {
+				if !names[want] {
+					missing = append(missing, want)
+				}
+			}
+			for n := range names {
+				if strings.HasPrefix(n, "temporal_") {
+					sdk = append(sdk, n)
+				}
+			}
+			sort.Strings(sdk)
+			if len(missing) > 0 {
+				t.Errorf("%s /metrics lacks %v; its temporal_* series: %v", what, missing, sdk)
+			}
+			t.Logf("%s: %d temporal_* series names", what, len(sdk))
+		}
+	})
+
+	t.Run("dashboard", func(t *testing.T) {
+		board, err := odaflowchart.Dashboards.ReadFile("dashboards/odaflow.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries, err := dashboard.Queries(board)
+		if err != nil {
+			t.Fatal(err)
+		}
+		where := map[string][]string{} // metric → the panels querying it
+		for _, q := range queries {
+			names, err := dashboard.MetricNames(q.Expr)
+			if err != nil {
+				t.Errorf("%s: %v", q.Where, err)
+			}
+			for _, n := range names {
+				where[n] = append(where[n], q.Where)
+			}
+		}
+		found := 0
+		for metric, panels := range where {
+			var on []string
+			for _, what := range []string{"worker", "watcher"} {
+				if served[what][metric] {
+					on = append(on, what)
+				}
+			}
+			if len(on) == 0 {
+				t.Errorf("%s (queried by %v) is on neither the worker's nor the watcher's /metrics", metric, panels)
+				continue
+			}
+			found++
+		}
+		t.Logf("the dashboard's %d queries select %d metrics; %d of them are served", len(queries), len(where), found)
+		if len(where) == 0 {
+			t.Fatal("no metric read from the dashboard")
+		}
+	})
 }
