@@ -150,15 +150,15 @@ func MetricNames(expr string) ([]string, error) {
 	skipTo := func(open, closing byte) error {
 		depth := 0
 		for i < n {
-			switch c := expr[i]; {
-			case c == '"' || c == '\'' || c == '`':
+			switch expr[i] {
+			case '"', '\'', '`':
 				if err := skipString(); err != nil {
 					return err
 				}
 				continue
-			case c == open:
+			case open:
 				depth++
-			case c == closing:
+			case closing:
 				depth--
 				if depth == 0 {
 					i++
