@@ -15,6 +15,12 @@ import (
 //go:embed files/crds/*.yaml
 var CRDs embed.FS
 
+// Dashboards holds dashboards/*.json, the Grafana dashboards the chart
+// ships (metrics.grafanaDashboard), for the tests that check their queries.
+//
+//go:embed dashboards/*.json
+var Dashboards embed.FS
+
 // WriteCRDs writes the CRD files into dir (created if missing).
 func WriteCRDs(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -105,7 +105,9 @@ func runWorker(args []string) error {
 	var cfg config.Worker
 	fs := flag.NewFlagSet("odaflow worker", flag.ContinueOnError)
 	cfg.Bind(fs)
-	if err := parse(fs, args, cfg.Validate); err != nil {
+	// A closure, not the method value cfg.Validate: that would copy cfg
+	// before the flags are parsed and validate the defaults.
+	if err := parse(fs, args, func() error { cfg.ApplyTemporalEnv(fs); return cfg.Validate() }); err != nil {
 		return err
 	}
 	return runApp(worker.New(cfg))
@@ -115,7 +117,9 @@ func runWatcher(args []string) error {
 	var cfg config.Watcher
 	fs := flag.NewFlagSet("odaflow watcher", flag.ContinueOnError)
 	cfg.Bind(fs)
-	if err := parse(fs, args, cfg.Validate); err != nil {
+	// A closure, not the method value cfg.Validate: that would copy cfg
+	// before the flags are parsed and validate the defaults.
+	if err := parse(fs, args, func() error { cfg.ApplyTemporalEnv(fs); return cfg.Validate() }); err != nil {
 		return err
 	}
 	return runApp(watcher.NewApp(cfg))

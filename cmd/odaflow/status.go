@@ -320,6 +320,10 @@ func runExplain(args []string) error {
 	if _, err := oda.ParseWorkflowID(fs.Arg(0)); err != nil {
 		return err
 	}
+	cfg.ApplyTemporalEnv(fs)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("invalid configuration:\n%w", err)
+	}
 	opts, err := runtime.TemporalOptions(cfg, runtime.NewLogger(config.Common{LogLevel: "error"}), nil)
 	if err != nil {
 		return err

@@ -26,9 +26,18 @@ type Common struct {
 	TLSKey            string
 	TLSCA             string
 	TLSServerName     string
-	// APIKeyFile holds the Temporal API key; the key itself never passes
-	// through flags or the environment.
+	// APIKeyFile holds the Temporal API key; odaflow's own flags never take
+	// the key itself.
 	APIKeyFile string
+	// APIKey is a Temporal API key from TEMPORAL_API_KEY or a Temporal
+	// profile (ApplyTemporalEnv), as Temporal's own tools take it; used
+	// when APIKeyFile is empty, and never reloaded.
+	APIKey string
+	// TemporalTLS is TEMPORAL_TLS or a profile's tls.disabled
+	// (ApplyTemporalEnv): nil leaves TLS to the other settings (on with a
+	// certificate, a CA, a server name or an API key), true turns it on
+	// with the system roots, false off.
+	TemporalTLS *bool
 	// IngressSelector and IngressNamespace find the gateway's ingress
 	// Service, whose address makes the ExposedAPI URLs.
 	IngressSelector  string
@@ -186,6 +195,9 @@ func (c Common) Validate() error {
 		if u, err := url.Parse(c.OTLPEndpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, fmt.Errorf("--otlp-endpoint %q must be an http(s) URL such as http://otel-collector:4317", c.OTLPEndpoint))
 		}
+	}
+	if c.TemporalTLS != nil && !*c.TemporalTLS && (c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "") {
+		errs = append(errs, errors.New("TLS to Temporal is disabled (TEMPORAL_TLS or the profile) but --temporal-tls-* settings are given"))
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))

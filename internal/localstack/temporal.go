@@ -78,6 +78,9 @@ type Temporal struct {
 	// setup, when set, runs after each process start and before the
 	// readiness check: the production server registers its namespace there.
 	setup func(ctx context.Context, p *process) error
+	// conn is how the harness's own clients connect: TLS with a client
+	// certificate for a server started with TemporalServerOptions.TLS.
+	conn client.ConnectionOptions
 
 	mu      sync.Mutex
 	proc    *process
@@ -160,7 +163,7 @@ func (t *Temporal) start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := waitTemporal(ctx, p, t.Address, t.Namespace); err != nil {
+	if err := waitTemporal(ctx, p, t.clientOptions, t.Address, t.Namespace); err != nil {
 		return err
 	}
 	// A persisted database keeps the namespace of an earlier run, whose search
@@ -177,7 +180,12 @@ func (t *Temporal) start(ctx context.Context) error {
 
 // Dial returns a client for the dev server's namespace (the caller closes it).
 func (t *Temporal) Dial(ctx context.Context) (client.Client, error) {
-	return client.DialContext(ctx, client.Options{HostPort: t.Address, Namespace: t.Namespace, Logger: quietLogger()})
+	return client.DialContext(ctx, t.clientOptions(t.Namespace))
+}
+
+// clientOptions are the options of the harness's own clients.
+func (t *Temporal) clientOptions(namespace string) client.Options {
+	return client.Options{HostPort: t.Address, Namespace: namespace, Logger: quietLogger(), ConnectionOptions: t.conn}
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after a bounded wait) and
@@ -235,7 +243,7 @@ func (t *Temporal) Pid() int {
 	return livePid(t.proc)
 }
 
-func waitTemporal(ctx context.Context, p *process, addr, namespace string) error {
+func waitTemporal(ctx context.Context, p *process, opts func(namespace string) client.Options, addr, namespace string) error {
 	// Backoff from 50 ms to 1 s between attempts; each attempt is bounded.
 	interval := 50 * time.Millisecond
 	var last error
@@ -243,7 +251,7 @@ func waitTemporal(ctx context.Context, p *process, addr, namespace string) error
 		if p.exited() {
 			return p.diedError()
 		}
-		ok, err := temporalHealthy(ctx, addr, namespace)
+		ok, err := temporalHealthy(ctx, opts, namespace)
 		if ok {
 			return nil
 		}
@@ -264,10 +272,10 @@ func waitTemporal(ctx context.Context, p *process, addr, namespace string) error
 	}
 }
 
-func temporalHealthy(ctx context.Context, addr, namespace string) (bool, error) {
+func temporalHealthy(ctx context.Context, opts func(namespace string) client.Options, namespace string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace, Logger: quietLogger()})
+	c, err := client.DialContext(ctx, opts(namespace))
 	if err != nil {
 		return false, err
 	}
@@ -275,7 +283,7 @@ func temporalHealthy(ctx context.Context, addr, namespace string) (bool, error) 
 	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		return false, err
 	}
-	nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: quietLogger()})
+	nc, err := client.NewNamespaceClient(opts(""))
 	if err != nil {
 		return false, err
 	}

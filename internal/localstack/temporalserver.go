@@ -2,6 +2,8 @@ package localstack
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +40,59 @@ type TemporalServerOptions struct {
 	SearchAttributes map[string]string
 	// StartTimeout bounds each start (and restart); default 2m.
 	StartTimeout time.Duration
+	// TLS, when set, serves the frontend over TLS and requires a client
+	// certificate signed by TLS.ClientCAFile.
+	TLS *TemporalServerTLS
+}
+
+// TemporalServerTLS is the frontend's TLS. The server reads its files again
+// every RefreshInterval; the harness (and the server's own system worker)
+// connect with ClientCertFile.
+type TemporalServerTLS struct {
+	// CertFile and KeyFile are the frontend's certificate, for ServerName.
+	CertFile, KeyFile string
+	ServerName        string
+	// CAFile verifies CertFile, for the clients.
+	CAFile string
+	// ClientCAFile holds the CAs a client certificate must be signed by.
+	ClientCAFile string
+	// ClientCertFile and ClientKeyFile are the harness's own client
+	// certificate, signed by a CA of ClientCAFile.
+	ClientCertFile, ClientKeyFile string
+}
+
+// clientTLS is the harness's connection to a TLS frontend.
+func (o *TemporalServerTLS) clientTLS() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(o.ClientCertFile, o.ClientKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("localstack: temporal-server client certificate: %w", err)
+	}
+	ca, err := os.ReadFile(o.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("localstack: temporal-server CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, fmt.Errorf("localstack: no certificate in %s", o.CAFile)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: o.ServerName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// yaml is the server config's global.tls section.
+func (o *TemporalServerTLS) yaml() string {
+	client := fmt.Sprintf("      client:\n        serverName: %q\n        rootCaFiles: [%q]\n", o.ServerName, o.CAFile)
+	return fmt.Sprintf(`  tls:
+    refreshInterval: 1s
+    frontend:
+      server:
+        certFile: %q
+        keyFile: %q
+        requireClientAuth: true
+        clientCaFiles: [%q]
+%s    systemWorker:
+      certFile: %q
+      keyFile: %q
+%s`, o.CertFile, o.KeyFile, o.ClientCAFile, client, o.ClientCertFile, o.ClientKeyFile, client)
 }
 
 // StartTemporalOnPostgres starts PostgreSQL (Debian's, from pgBin) and
@@ -129,12 +184,23 @@ func StartTemporalServer(ctx context.Context, o TemporalServerOptions) (t *Tempo
 	if err := os.WriteFile(dcFile, []byte(serverDynamicConfig()), 0o644); err != nil {
 		return t, err
 	}
-	if err := os.WriteFile(cfgFile, []byte(serverConfig(o.Postgres, ports, dcFile)), 0o644); err != nil {
+	tlsSection := ""
+	if o.TLS != nil {
+		tc, err := o.TLS.clientTLS()
+		if err != nil {
+			return t, err
+		}
+		t.conn.TLS = tc
+		tlsSection = o.TLS.yaml()
+	}
+	if err := os.WriteFile(cfgFile, []byte(serverConfig(o.Postgres, ports, dcFile, tlsSection)), 0o644); err != nil {
 		return t, err
 	}
 	// No authorizer: the server listens on loopback only.
 	t.args = []string{"--config-file", cfgFile, "--allow-no-auth", "start"}
-	t.setup = func(ctx context.Context, p *process) error { return registerNamespace(ctx, p, t.Address, t.Namespace) }
+	t.setup = func(ctx context.Context, p *process) error {
+		return registerNamespace(ctx, p, t.clientOptions, t.Namespace)
+	}
 	return t, t.start(sctx)
 }
 
@@ -160,9 +226,9 @@ func setupSchema(ctx context.Context, o TemporalServerOptions, db, versioned str
 // registerNamespace waits for the frontend and registers the namespace
 // when it is missing (the production server, unlike the dev server,
 // starts with none).
-func registerNamespace(ctx context.Context, p *process, addr, namespace string) error {
+func registerNamespace(ctx context.Context, p *process, opts func(namespace string) client.Options, namespace string) error {
 	return pollUntil(ctx, "temporal-server namespace "+namespace, 200*time.Millisecond, p, func(ctx context.Context) (bool, error) {
-		nc, err := client.NewNamespaceClient(client.Options{HostPort: addr, Logger: quietLogger()})
+		nc, err := client.NewNamespaceClient(opts(""))
 		if err != nil {
 			return false, err
 		}
@@ -179,7 +245,7 @@ func registerNamespace(ctx context.Context, p *process, addr, namespace string) 
 		}
 		// A new namespace reaches the services' caches a refresh later;
 		// until then calls that name it fail with NotFound.
-		c, err := client.DialContext(ctx, client.Options{HostPort: addr, Namespace: namespace, Logger: quietLogger()})
+		c, err := client.DialContext(ctx, opts(namespace))
 		if err != nil {
 			return false, err
 		}
@@ -193,7 +259,7 @@ func registerNamespace(ctx context.Context, p *process, addr, namespace string) 
 
 // serverConfig is the server's static config: PostgreSQL for both stores,
 // every service bound to loopback on the given ports (frontend gRPC first).
-func serverConfig(pg *Postgres, ports []int, dynamicConfigFile string) string {
+func serverConfig(pg *Postgres, ports []int, dynamicConfigFile, tlsSection string) string {
 	store := func(db string, conns int) string {
 		return fmt.Sprintf(`      sql:
         pluginName: postgres12
@@ -223,7 +289,7 @@ persistence:
   membership:
     maxJoinDuration: 30s
     broadcastAddress: 127.0.0.1
-services:
+` + tlsSection + `services:
   frontend:
 ` + service(ports[0], ports[1], fmt.Sprintf("      httpPort: %d\n", ports[8])) + `  history:
 ` + service(ports[2], ports[3], "") + `  matching:

@@ -208,13 +208,19 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-sdk")),
 	}
 	if reg != nil {
-		opts.MetricsHandler = NewTemporalMetrics(reg)
+		h, err := NewTemporalMetrics(reg, log)
+		if err != nil {
+			return opts, err
+		}
+		opts.MetricsHandler = h
 	}
 	if c.TemporalCompression != "gzip" {
 		// The SDK's default is gzip (config.Common.TemporalCompression).
 		opts.ConnectionOptions.GrpcCompression = &client.GrpcCompressionNone{}
 	}
-	if c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "" {
+	tlsOn := c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "" || (c.TemporalTLS != nil && *c.TemporalTLS)
+	tlsOff := c.TemporalTLS != nil && !*c.TemporalTLS
+	if tlsOn && !tlsOff {
 		tc := &tls.Config{ServerName: c.TLSServerName, MinVersion: tls.VersionTLS12}
 		if c.TLSCert != "" {
 			// Read again when the files change: a rotated client
@@ -247,9 +253,17 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 		// Every request asks for the key; the file is read again only
 		// when it changed, so a rotated key is used without a restart.
 		opts.Credentials = client.NewAPIKeyDynamicCredentials(key.get)
-		if opts.ConnectionOptions.TLS == nil {
-			opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
+	} else if c.APIKey != "" {
+		// TEMPORAL_API_KEY or a Temporal profile (config.ApplyTemporalEnv).
+		opts.Credentials = client.NewAPIKeyStaticCredentials(c.APIKey)
+	}
+	switch {
+	case tlsOff:
+		// TEMPORAL_TLS=false: plaintext even with an API key.
+		opts.ConnectionOptions.TLSDisabled = true
+	case opts.Credentials != nil && opts.ConnectionOptions.TLS == nil:
+		// An API key is sent over TLS only.
+		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	return opts, nil
 }

@@ -141,3 +141,41 @@ func TestTemporalAPIKeyRotates(t *testing.T) {
 		t.Error("a missing key file at start is not an error")
 	}
 }
+
+// The settings config.ApplyTemporalEnv takes from Temporal's variables and
+// profiles reach the client: TEMPORAL_API_KEY as static credentials over
+// TLS, TEMPORAL_TLS=true as TLS with the system roots, false as plaintext
+// even with a key.
+func TestTemporalOptionsFromTemporalEnv(t *testing.T) {
+	on, off := true, false
+	log := slog.New(slog.DiscardHandler)
+	base := config.Common{TemporalAddress: "127.0.0.1:7233", TemporalNamespace: "default"}
+	for _, tc := range []struct {
+		name         string
+		apiKey       string
+		tls          *bool
+		wantTLS      bool
+		wantDisabled bool
+		wantCreds    bool
+	}{
+		{name: "nothing", wantTLS: false},
+		{name: "API key", apiKey: "k", wantTLS: true, wantCreds: true},
+		{name: "TEMPORAL_TLS=true", tls: &on, wantTLS: true},
+		{name: "API key with TEMPORAL_TLS=false", apiKey: "k", tls: &off, wantDisabled: true, wantCreds: true},
+	} {
+		c := base
+		c.APIKey, c.TemporalTLS = tc.apiKey, tc.tls
+		opts, err := TemporalOptions(c, log, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		gotTLS := opts.ConnectionOptions.TLS != nil
+		if gotTLS != tc.wantTLS || opts.ConnectionOptions.TLSDisabled != tc.wantDisabled || (opts.Credentials != nil) != tc.wantCreds {
+			t.Errorf("%s: TLS %t disabled %t credentials %t, want %t %t %t", tc.name, gotTLS, opts.ConnectionOptions.TLSDisabled,
+				opts.Credentials != nil, tc.wantTLS, tc.wantDisabled, tc.wantCreds)
+		}
+		if gotTLS && opts.ConnectionOptions.TLS.RootCAs != nil {
+			t.Errorf("%s: RootCAs set without a CA file", tc.name)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func retriesOf(delta metrics) map[string]float64 {
 			}
 		case "odaflow_kube_request_repeats_total":
 			out[fmt.Sprintf("repeated %s %s after %s", labelValue(s, "method"), labelValue(s, "resource"), labelValue(s, "code"))] += v
-		case "temporal_local_activity_execution_failed":
+		case "temporal_local_activity_execution_failed_total":
 			out["local activity attempts failed: "+labelValue(s, "activity_type")] += v
 		case "temporal_local_activity_total":
 			out["local activity attempts: "+labelValue(s, "activity_type")] += v

@@ -46,20 +46,20 @@ temporal_activity_execution_latency_seconds_count{activity_type="ApplyChildren"}
 
 func TestRetriesOfKeepsOnlyWhatWasDoneAgainOrRefused(t *testing.T) {
 	before := metrics{
-		`odaflow_kube_requests_total{code="200",method="PATCH"}`:                                   10,
-		`odaflow_kube_requests_total{code="409",method="PATCH"}`:                                   1,
-		`temporal_local_activity_total{activity_type="Expose",namespace="default"}`:                2,
-		`temporal_local_activity_execution_failed{activity_type="Expose",failure_reason="x"}`:      0,
-		`odaflow_kube_request_repeats_total{code="503",method="PATCH",resource="virtualservices"}`: 4,
+		`odaflow_kube_requests_total{code="200",method="PATCH"}`:                                    10,
+		`odaflow_kube_requests_total{code="409",method="PATCH"}`:                                    1,
+		`temporal_local_activity_total{activity_type="Expose",namespace="default"}`:                 2,
+		`temporal_local_activity_execution_failed_total{activity_type="Expose",failure_reason="x"}`: 0,
+		`odaflow_kube_request_repeats_total{code="503",method="PATCH",resource="virtualservices"}`:  4,
 	}
 	after := metrics{
-		`odaflow_kube_requests_total{code="200",method="PATCH"}`:                                   30,
-		`odaflow_kube_requests_total{code="409",method="PATCH"}`:                                   3,
-		`odaflow_kube_requests_total{code="500",method="GET"}`:                                     1,
-		`temporal_local_activity_total{activity_type="Expose",namespace="default"}`:                7,
-		`temporal_local_activity_execution_failed{activity_type="Expose",failure_reason="x"}`:      2,
-		`odaflow_kube_request_repeats_total{code="503",method="PATCH",resource="virtualservices"}`: 4,
-		`odaflow_kube_request_repeats_total{code="429",method="GET",resource="exposedapis"}`:       1,
+		`odaflow_kube_requests_total{code="200",method="PATCH"}`:                                    30,
+		`odaflow_kube_requests_total{code="409",method="PATCH"}`:                                    3,
+		`odaflow_kube_requests_total{code="500",method="GET"}`:                                      1,
+		`temporal_local_activity_total{activity_type="Expose",namespace="default"}`:                 7,
+		`temporal_local_activity_execution_failed_total{activity_type="Expose",failure_reason="x"}`: 2,
+		`odaflow_kube_request_repeats_total{code="503",method="PATCH",resource="virtualservices"}`:  4,
+		`odaflow_kube_request_repeats_total{code="429",method="GET",resource="exposedapis"}`:        1,
 	}
 	got := retriesOf(after.minus(before))
 	want := map[string]float64{

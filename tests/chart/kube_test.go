@@ -189,7 +189,7 @@ func TestServerDryRun(t *testing.T) {
 		{"namespaced-kong", "dryrun-ns", "", []string{"rbac.scope=namespaced", "watchNamespaces={components}", "gateway.type=kong",
 			"keycloak.enabled=true", "keycloak.adminSecret.name=kc", "vault.enabled=true", "vault.kubernetesAuthRole=odaflow",
 			"webhook.certManager.enabled=false", "webhook.tls.existingSecret=webhook-tls", "webhook.tls.caBundle=" + testCABundle}},
-		{"monitoring", "dryrun-default", "", []string{"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true"}},
+		{"monitoring", "dryrun-default", "", []string{"metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true", "metrics.grafanaDashboard.enabled=true"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objs := render(t, "dry-"+tc.name, tc.ns, tc.values, tc.sets...)

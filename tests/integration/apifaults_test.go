@@ -256,12 +256,12 @@ func TestAPIServerFaultsInjected(t *testing.T) {
 		code, body := readyz(ps.readyzAddr)
 		return code == http.StatusOK, body
 	})
-	if f := metricSum(t, ps.metricsURL, "temporal_workflow_task_execution_failed"); f != 0 {
+	if f := metricSum(t, ps.metricsURL, "temporal_workflow_task_execution_failed_total"); f != 0 {
 		t.Errorf("workflow task failures = %v, want 0", f)
 	}
 	// The same page shows the lifecycles that ended, so it is the worker's.
-	if done := metricSum(t, ps.metricsURL, "temporal_workflow_completed"); done < n {
-		t.Errorf("temporal_workflow_completed = %v, want at least %d", done, n)
+	if done := metricSum(t, ps.metricsURL, "temporal_workflow_completed_total"); done < n {
+		t.Errorf("temporal_workflow_completed_total = %v, want at least %d", done, n)
 	}
 	writeResult(t, "apiserver-faults.json", map[string]any{
 		"components": n, "injected": injected, "injectedTotal": ps.proxy.Injected(),
