@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/odaflow/odaflow/tests/helmtemplate"
 )
 
 const fullValues = "testdata/values-full.yaml"
@@ -406,5 +408,40 @@ func checkSidecarWebhookScope(t *testing.T, mwc object) {
 	}
 	if !excluded {
 		t.Errorf("namespaceSelector %v does not leave out kube-system and the release namespace", get(hook, "namespaceSelector"))
+	}
+}
+
+// TestTemplateAdmissionPolicyKubeVersion: the chart allows Kubernetes 1.25,
+// but the default admission policy is admissionregistration.k8s.io/v1, served
+// from 1.30. Before 1.30 the chart stops with the values that install
+// there instead of the apiserver's "no matches for kind".
+func TestTemplateAdmissionPolicyKubeVersion(t *testing.T) {
+	for _, tc := range []struct {
+		kube    string
+		sets    []string
+		wantErr string
+		wantVAP bool
+	}{
+		{"v1.29.5", nil, "set rbac.admissionPolicy=false, or rbac.scope=namespaced", false},
+		{"v1.29.5", []string{"rbac.admissionPolicy=false"}, "", false},
+		{"v1.25.0", []string{"rbac.scope=namespaced", "watchNamespaces={components}"}, "", false},
+		{"v1.30.0", nil, "", true},
+	} {
+		out, err := helmtemplate.Template(chartDir, helmtemplate.Options{
+			Release: "odaflow", Namespace: "canvas", KubeVersion: tc.kube, Set: tc.sets, IncludeCRDs: true,
+		})
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Kubernetes %s %v: error %v, want one saying %q", tc.kube, tc.sets, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Kubernetes %s %v: %v", tc.kube, tc.sets, err)
+			continue
+		}
+		if got := strings.Contains(out, "kind: ValidatingAdmissionPolicy\n"); got != tc.wantVAP {
+			t.Errorf("Kubernetes %s %v: ValidatingAdmissionPolicy rendered %v, want %v", tc.kube, tc.sets, got, tc.wantVAP)
+		}
 	}
 }
