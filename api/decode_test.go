@@ -94,10 +94,10 @@ func TestDecodeLeniency(t *testing.T) {
 			doc:  `rateLimit: {enabled: true, identifier: "", limit: "", interval: ""}`,
 			want: ExposedAPISpec{RateLimit: &RateLimit{Enabled: true}},
 		},
-		"empty quota is none":        {doc: `quota: {identifier: "", limit: ""}`, want: ExposedAPISpec{}},
-		"half-empty quota is none":   {doc: `quota: {identifier: 5, limit: ""}`, want: ExposedAPISpec{}},
-		"quota with a string limit":  {doc: `quota: {identifier: client, limit: "7"}`, want: ExposedAPISpec{Quota: &Quota{Identifier: "client", Limit: 7}}},
-		"empty template":             {doc: `template: ""`, want: ExposedAPISpec{}},
+		"empty quota is none":       {doc: `quota: {identifier: "", limit: ""}`, want: ExposedAPISpec{}},
+		"half-empty quota is none":  {doc: `quota: {identifier: 5, limit: ""}`, want: ExposedAPISpec{}},
+		"quota with a string limit": {doc: `quota: {identifier: client, limit: "7"}`, want: ExposedAPISpec{Quota: &Quota{Identifier: "client", Limit: 7}}},
+		"empty template":            {doc: `template: ""`, want: ExposedAPISpec{}},
 		"CORS lists as strings": {
 			doc: `CORS: {enabled: true, allowOrigins: " a, ,b ", handlePreflightRequests: {allowMethods: [GET, " PUT "], maxAge: "60", enabled: false}}`,
 			want: ExposedAPISpec{CORS: &CORS{Enabled: true, AllowOrigins: CommaList{"a", "b"}, HandlePreflightRequests: &Preflight{
