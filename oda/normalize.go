@@ -115,76 +115,77 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// normalizeExposed flattens one segment's exposedAPIs[] (§1.8): each
-// specification[] element becomes one API, an empty or missing specification
-// counting as one empty element. An item the decoder could not read, or one
-// without a name, is left out; its problem is already in errs or added here.
+// normalizeExposed flattens one segment's exposedAPIs[] (§1.8).
 func normalizeExposed(seg Segment, items []api.ExposedAPIDeclaration, path string, errs *api.FieldErrors) []API {
-	var out []API
-	for i, item := range items {
-		ipath := fmt.Sprintf("%s[%d]", path, i)
-		if !named(item.APIDeclaration, ipath, errs) {
-			continue
-		}
-		elems := item.Specification
-		if len(elems) == 0 {
-			elems = []api.ExposedSpecification{{}}
-		}
-		for _, e := range elems {
-			a := flatten(seg, false, item.APIDeclaration, e.SpecificationElement, ipath)
-			// The element's value wins over the API root's.
-			a.Implementation = string(firstText(e.Implementation, item.Implementation))
-			a.Path = string(firstText(e.Path, item.Path))
-			a.DeveloperUI = string(firstText(e.DeveloperUI, item.DeveloperUI))
-			a.Port = e.Port
-			if a.Port == nil {
-				a.Port = item.Port
-			}
-			a.Gateway = e.GatewayConfiguration
-			if a.Gateway == nil {
-				a.Gateway = item.GatewayConfiguration
-			}
-			for _, x := range []struct {
-				key        string
-				elem, root any
-			}{{"hostname", e.Hostname, item.Hostname}, {"basicAuth", e.BasicAuth, item.BasicAuth}} {
-				if v := firstPresent(x.elem, x.root); v != nil {
-					if a.Extra == nil {
-						a.Extra = map[string]any{}
-					}
-					a.Extra[x.key] = v
-				}
-			}
-			validateExposed(a, ipath, errs)
-			out = append(out, a)
-		}
+	parts := func(d api.ExposedAPIDeclaration) (api.APIDeclaration, []api.ExposedSpecification) {
+		return d.APIDeclaration, d.Specification
 	}
-	return out
+	return eachElement(items, path, errs, parts, func(ipath string, item api.ExposedAPIDeclaration, e api.ExposedSpecification) API {
+		a := flatten(seg, false, item.APIDeclaration, e.SpecificationElement, ipath)
+		// The element's value wins over the API root's.
+		a.Implementation = string(firstText(e.Implementation, item.Implementation))
+		a.Path = string(firstText(e.Path, item.Path))
+		a.DeveloperUI = string(firstText(e.DeveloperUI, item.DeveloperUI))
+		a.Port = e.Port
+		if a.Port == nil {
+			a.Port = item.Port
+		}
+		a.Gateway = e.GatewayConfiguration
+		if a.Gateway == nil {
+			a.Gateway = item.GatewayConfiguration
+		}
+		for _, x := range []struct {
+			key        string
+			elem, root any
+		}{{"hostname", e.Hostname, item.Hostname}, {"basicAuth", e.BasicAuth, item.BasicAuth}} {
+			if v := firstPresent(x.elem, x.root); v != nil {
+				if a.Extra == nil {
+					a.Extra = map[string]any{}
+				}
+				a.Extra[x.key] = v
+			}
+		}
+		validateExposed(a, ipath, errs)
+		return a
+	})
 }
 
-// normalizeDependent flattens one segment's dependentAPIs[] as
-// normalizeExposed does; a dependent API's apiType defaults to openapi.
+// normalizeDependent flattens one segment's dependentAPIs[]; a dependent
+// API's apiType defaults to openapi.
 func normalizeDependent(seg Segment, items []api.DependentAPIDeclaration, path string, errs *api.FieldErrors) []API {
+	parts := func(d api.DependentAPIDeclaration) (api.APIDeclaration, []api.DependentSpecification) {
+		return d.APIDeclaration, d.Specification
+	}
+	return eachElement(items, path, errs, parts, func(ipath string, item api.DependentAPIDeclaration, e api.DependentSpecification) API {
+		a := flatten(seg, true, item.APIDeclaration, e.SpecificationElement, ipath)
+		a.Selector = e.Selector
+		if a.Selector == nil {
+			a.Selector = item.Selector
+		}
+		if a.APIType == "" {
+			a.APIType = "openapi"
+		}
+		return a
+	})
+}
+
+// eachElement makes one API per specification[] element of each item at
+// path (§1.8), an empty or missing specification counting as one empty
+// element. An item the decoder could not read, or one without a name, is
+// left out; its problem is already in errs or added here.
+func eachElement[D, E any](items []D, path string, errs *api.FieldErrors, parts func(D) (api.APIDeclaration, []E), one func(ipath string, item D, e E) API) []API {
 	var out []API
 	for i, item := range items {
 		ipath := fmt.Sprintf("%s[%d]", path, i)
-		if !named(item.APIDeclaration, ipath, errs) {
+		root, elems := parts(item)
+		if !named(root, ipath, errs) {
 			continue
 		}
-		elems := item.Specification
 		if len(elems) == 0 {
-			elems = []api.DependentSpecification{{}}
+			elems = make([]E, 1)
 		}
 		for _, e := range elems {
-			a := flatten(seg, true, item.APIDeclaration, e.SpecificationElement, ipath)
-			a.Selector = e.Selector
-			if a.Selector == nil {
-				a.Selector = item.Selector
-			}
-			if a.APIType == "" {
-				a.APIType = "openapi"
-			}
-			out = append(out, a)
+			out = append(out, one(ipath, item, e))
 		}
 	}
 	return out
