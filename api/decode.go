@@ -54,7 +54,6 @@ type gated interface {
 
 var (
 	valueDecoderType = reflect.TypeFor[valueDecoder]()
-	gatedType        = reflect.TypeFor[gated]()
 	textType         = reflect.TypeFor[Text]()
 )
 
@@ -123,10 +122,11 @@ func (d decoder) value(v any, path string, dst reflect.Value) bool {
 		}
 		d.fields(m, path, dst)
 		return true
+	default:
+		// A type of this package that the decoder cannot fill is a
+		// programming error, found by the package's tests.
+		panic(fmt.Sprintf("api: cannot decode into %s at %s", dst.Type(), path))
 	}
-	// A type of this package that the decoder cannot fill is a programming
-	// error, found by the package's tests.
-	panic(fmt.Sprintf("api: cannot decode into %s at %s", dst.Type(), path))
 }
 
 // str reads a string; a Text also takes a number, as its decimal text.
@@ -185,8 +185,9 @@ func kindWord(t reflect.Type) string {
 		return "an integer"
 	case reflect.Slice:
 		return "a list"
+	default:
+		return "an object"
 	}
-	return "an object"
 }
 
 // fields reads an object into the struct dst, field by field in declaration
