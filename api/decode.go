@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -160,7 +161,7 @@ func (d decoder) slice(v any, path string, dst reflect.Value) bool {
 	}
 	out := reflect.MakeSlice(dst.Type(), len(l), len(l))
 	for i, el := range l {
-		p := fmt.Sprintf("%s[%d]", path, i)
+		p := path + "[" + strconv.Itoa(i) + "]"
 		if el == nil {
 			d.add(p, "must be %s, got null", kindWord(dst.Type().Elem()))
 			continue
@@ -220,7 +221,10 @@ func (d decoder) fields(m map[string]any, path string, dst reflect.Value) {
 		if name == "" || name == skip {
 			continue
 		}
-		d.value(m[name], path+"."+name, dst.Field(i))
+		// Most fields are absent: skip them before building their path.
+		if v := m[name]; v != nil {
+			d.value(v, path+"."+name, dst.Field(i))
+		}
 	}
 }
 
