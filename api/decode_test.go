@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -266,7 +267,7 @@ func TestFieldErrors(t *testing.T) {
 		want int64
 		ok   bool
 	}{
-		{int64(3), 3, true}, {3.0, 3, true}, {" 12 ", 12, true}, {3.5, 0, false}, {1e300, 0, false}, {"x", 0, false}, {true, 0, false},
+		{int64(3), 3, true}, {3.0, 3, true}, {json.Number("7"), 7, true}, {json.Number("7.5"), 0, false}, {" 12 ", 12, true}, {3.5, 0, false}, {1e300, 0, false}, {"x", 0, false}, {true, 0, false},
 	} {
 		if n, ok := ToInt(tc.v); n != tc.want || ok != tc.ok {
 			t.Errorf("ToInt(%v) = %d, %v", tc.v, n, ok)

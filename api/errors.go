@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -64,7 +65,7 @@ func TypeName(v any) string {
 		return "string"
 	case bool:
 		return "boolean"
-	case int64, int, int32, float64:
+	case int64, int, int32, float64, json.Number:
 		return "number"
 	case []any:
 		return "list"
@@ -82,14 +83,14 @@ func Describe(v any) string {
 	switch t := v.(type) {
 	case string:
 		return strconv.Quote(t)
-	case float64, int64, int, int32:
+	case float64, int64, int, int32, json.Number:
 		return fmt.Sprint(t)
 	}
 	return TypeName(v)
 }
 
 // ToInt reads an integer given as a JSON number (int64 or float64, as the
-// apiserver and encoding/json decode it) or as a decimal string, which Helm
+// apiserver and encoding/json decode it, or a json.Number) or as a decimal string, which Helm
 // charts often render. A fraction, or a float beyond 2^53 where float64 no
 // longer holds every integer, is not an integer.
 func ToInt(v any) (int64, bool) {
@@ -105,6 +106,9 @@ func ToInt(v any) (int64, bool) {
 			return 0, false
 		}
 		return int64(t), true
+	case json.Number:
+		n, err := t.Int64()
+		return n, err == nil
 	case string:
 		n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
 		return n, err == nil
