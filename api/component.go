@@ -1,6 +1,6 @@
 package api
 
-// Component is the spec of an oda.tmforum.org/v1 Component: the parts of it
+// ComponentSpec is the spec of an oda.tmforum.org/v1 Component: the parts of it
 // odaflow reads to work out the Component's children. The metadata block
 // (spec.componentMetadata) is informational and not read.
 type ComponentSpec struct {
