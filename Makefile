@@ -113,8 +113,9 @@ TEST_FUZZTIME ?= 5s
 # default, which on this 2-core machine can stall a short run; 2 s keeps the
 # search going (a crasher is still written, only less minimised).
 FUZZMINIMIZETIME ?= 2s
-FUZZ_PACKAGES := oda gateway webhook/conversion
+FUZZ_PACKAGES := api oda gateway webhook/conversion
 FUZZ_TARGETS := \
+	api:FuzzDecodeComponent \
 	oda:FuzzDesiredChildren oda:FuzzNormalizeIdempotent oda:FuzzChildName \
 	oda:FuzzWorkflowID oda:FuzzStatusSummary \
 	gateway:FuzzParseSpec gateway:FuzzGatewayObjectNames \

@@ -34,7 +34,7 @@ import (
 )
 
 // ErrTypeInvalid is the application error type of a write the apiserver
-// refuses for its content; it matches workflows.ErrTypeInvalid.
+// refuses for its content; workflows.ErrTypeInvalid is the same constant.
 const ErrTypeInvalid = "InvalidObject"
 
 // Kube performs apiserver side effects.

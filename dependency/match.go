@@ -36,6 +36,8 @@ package dependency
 import (
 	"sort"
 	"strings"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Provider is an ExposedAPI as the matcher sees it.
@@ -164,10 +166,12 @@ func RequestOf(namespace, component string, spec map[string]any) (Request, bool)
 		return Request{Namespace: namespace, Component: component}, false
 	}
 	req := Request{Namespace: namespace, Component: component, SpecURL: urls[0]}
-	if sel, ok := spec["selector"].(map[string]any); ok {
-		req.Selector.Namespace, _ = sel["namespace"].(string)
-		req.Selector.ReleaseName, _ = sel["releaseName"].(string)
-		req.Selector.Zone, _ = sel["zone"].(string)
+	// A selector field of the wrong type narrows nothing, as in the Canvas;
+	// the problems the decoder reports are not this decision's to make.
+	if d, _ := api.Decode[api.DependentAPISpec](spec, "spec"); d.Selector != nil {
+		req.Selector.Namespace = d.Selector.Namespace
+		req.Selector.ReleaseName = d.Selector.ReleaseName
+		req.Selector.Zone = d.Selector.Zone
 	}
 	return req, true
 }
@@ -175,12 +179,16 @@ func RequestOf(namespace, component string, spec map[string]any) (Request, bool)
 // ProviderOf reads an ExposedAPI's spec, status and component label.
 func ProviderOf(namespace, name, component string, spec, status map[string]any) Provider {
 	p := Provider{Namespace: namespace, Name: name, Component: component, SpecURLs: SpecURLs(spec)}
-	p.APIType, _ = spec["apiType"].(string)
-	if impl, ok := status["implementation"].(map[string]any); ok {
-		p.Ready, _ = impl["ready"].(bool)
+	// Fields of the wrong type read as unset: such a provider matches or
+	// is ready on nothing.
+	sp, _ := api.Decode[api.ExposedAPISpec](spec, "spec")
+	p.APIType = sp.APIType
+	st, _ := api.Decode[api.ExposedAPIStatus](status, "status")
+	if st.Implementation != nil {
+		p.Ready = st.Implementation.Ready
 	}
-	if api, ok := status["apiStatus"].(map[string]any); ok {
-		p.URL, _ = api["url"].(string)
+	if st.APIStatus != nil {
+		p.URL = st.APIStatus.URL
 	}
 	return p
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 const (
@@ -146,7 +148,7 @@ func kongPlugins(p Policies) ([]kongPlugin, error) {
 	var out []kongPlugin
 	if rl := p.RateLimit; rl != nil {
 		if rl.Limit < 1 {
-			return nil, FieldErrors{{Path: "spec.rateLimit.limit", Message: "is required when rateLimit is enabled"}}
+			return nil, api.FieldErrors{{Path: "spec.rateLimit.limit", Message: "is required when rateLimit is enabled"}}
 		}
 		unit := rl.Interval
 		if unit == "" {

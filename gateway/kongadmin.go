@@ -72,7 +72,7 @@ func KongAdminName(api API) string { return api.Namespace + "." + api.Name }
 // under the kong-admin gateway: a service pointing at the implementation
 // Service, a route on the path prefix, and the plugins of the enabled
 // policies with the same configuration as the KongPlugin objects. The error
-// is a FieldErrors when a policy cannot be configured (a rate limit without a
+// is an api.FieldErrors when a policy cannot be configured (a rate limit without a
 // limit).
 func KongAdminEntities(cfg Config, api API, spec Spec) (KongService, KongRoute, []KongPlugin, error) {
 	b, err := newBuilder(cfg, api, spec)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // exampleSpec is the parse of testdata/exposedapi-example.yaml.
@@ -172,18 +174,18 @@ func TestParseSpecErrors(t *testing.T) {
 	cases := map[string]struct {
 		spec map[string]any // used when set, else minimalSpec + extra
 		yaml string
-		want []FieldError
+		want []api.FieldError
 	}{
-		"no spec": {spec: map[string]any{}, want: []FieldError{
-			{"spec.name", "is required"}, {"spec.apiType", "is required"}, {"spec.implementation", "is required"},
-			{"spec.path", "is required"}, {"spec.port", "is required"},
+		"no spec": {spec: map[string]any{}, want: []api.FieldError{
+			{Path: "spec.name", Message: "is required"}, {Path: "spec.apiType", Message: "is required"}, {Path: "spec.implementation", Message: "is required"},
+			{Path: "spec.path", Message: "is required"}, {Path: "spec.port", Message: "is required"},
 		}},
 		"wrong types": {spec: map[string]any{
 			"name": 5.0, "apiType": true, "implementation": []any{"x"}, "path": map[string]any{}, "port": "http",
-		}, want: []FieldError{
-			{"spec.name", "must be a string, got number"}, {"spec.apiType", "must be a string, got boolean"},
-			{"spec.implementation", "must be a string, got list"}, {"spec.path", "must be a string, got object"},
-			{"spec.port", `must be an integer, got "http"`},
+		}, want: []api.FieldError{
+			{Path: "spec.name", Message: "must be a string, got number"}, {Path: "spec.apiType", Message: "must be a string, got boolean"},
+			{Path: "spec.implementation", Message: "must be a string, got list"}, {Path: "spec.path", Message: "must be a string, got object"},
+			{Path: "spec.port", Message: `must be an integer, got "http"`},
 		}},
 		"bad values": {yaml: `
 name: api
@@ -192,54 +194,54 @@ implementation: Bad_Service
 path: no-slash
 port: 70000
 developerUI: docs
-hostname: https://example.com/x`, want: []FieldError{
-			{"spec.port", "must be between 1 and 65535, got 70000"},
-			{"spec.implementation", "must be a Service name"},
-			{"spec.path", `must start with /, got "no-slash"`},
-			{"spec.developerUI", `must start with /, got "docs"`},
-			{"spec.hostname", "must be a DNS name"},
+hostname: https://example.com/x`, want: []api.FieldError{
+			{Path: "spec.port", Message: "must be between 1 and 65535, got 70000"},
+			{Path: "spec.implementation", Message: "must be a Service name"},
+			{Path: "spec.path", Message: `must start with /, got "no-slash"`},
+			{Path: "spec.developerUI", Message: `must start with /, got "docs"`},
+			{Path: "spec.hostname", Message: "must be a DNS name"},
 		}},
-		"fractional port": {yaml: "name: a\napiType: openapi\nimplementation: s\npath: /a\nport: 80.5", want: []FieldError{
-			{"spec.port", "must be an integer, got 80.5"},
+		"fractional port": {yaml: "name: a\napiType: openapi\nimplementation: s\npath: /a\nport: 80.5", want: []api.FieldError{
+			{Path: "spec.port", Message: "must be an integer, got 80.5"},
 		}},
-		"policy blocks of the wrong type": {yaml: minimalSpec + "rateLimit: yes\nCORS: [x]\nquota: 5\nOASValidation: on\ntemplate: {url: x}", want: []FieldError{
-			{"spec.rateLimit", "must be an object, got boolean"},
-			{"spec.CORS", "must be an object, got list"},
-			{"spec.quota", "must be an object, got number"},
-			{"spec.OASValidation", "must be an object, got boolean"},
-			{"spec.template", "must be a string, got object"},
+		"policy blocks of the wrong type": {yaml: minimalSpec + "rateLimit: yes\nCORS: [x]\nquota: 5\nOASValidation: on\ntemplate: {url: x}", want: []api.FieldError{
+			{Path: "spec.rateLimit", Message: "must be an object, got boolean"},
+			{Path: "spec.CORS", Message: "must be an object, got list"},
+			{Path: "spec.quota", Message: "must be an object, got number"},
+			{Path: "spec.OASValidation", Message: "must be an object, got boolean"},
+			{Path: "spec.template", Message: "must be a string, got object"},
 		}},
-		"enabled given as a string": {yaml: minimalSpec + "rateLimit: {enabled: 'true', limit: '5'}", want: []FieldError{
-			{"spec.rateLimit.enabled", "must be a boolean, got string"},
+		"enabled given as a string": {yaml: minimalSpec + "rateLimit: {enabled: 'true', limit: '5'}", want: []api.FieldError{
+			{Path: "spec.rateLimit.enabled", Message: "must be a boolean, got string"},
 		}},
-		"non-numeric rate limit": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: hundred}", want: []FieldError{
-			{"spec.rateLimit.limit", `must be a positive integer, got "hundred"`},
+		"non-numeric rate limit": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: hundred}", want: []api.FieldError{
+			{Path: "spec.rateLimit.limit", Message: `must be a positive integer, got "hundred"`},
 		}},
-		"zero and negative limits": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '0'}\nquota: {identifier: q, limit: -1}", want: []FieldError{
-			{"spec.rateLimit.limit", `must be a positive integer, got "0"`},
-			{"spec.quota.limit", "must be a positive integer, got -1"},
+		"zero and negative limits": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '0'}\nquota: {identifier: q, limit: -1}", want: []api.FieldError{
+			{Path: "spec.rateLimit.limit", Message: `must be a positive integer, got "0"`},
+			{Path: "spec.quota.limit", Message: "must be a positive integer, got -1"},
 		}},
-		"non-numeric quota limit": {yaml: minimalSpec + "quota: {identifier: client, limit: lots}", want: []FieldError{
-			{"spec.quota.limit", `must be a positive integer, got "lots"`},
+		"non-numeric quota limit": {yaml: minimalSpec + "quota: {identifier: client, limit: lots}", want: []api.FieldError{
+			{Path: "spec.quota.limit", Message: `must be a positive integer, got "lots"`},
 		}},
-		"unknown interval": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '5', interval: pw}", want: []FieldError{
-			{"spec.rateLimit.interval", `must be ps, pm, ph or pd, got "pw"`},
+		"unknown interval": {yaml: minimalSpec + "rateLimit: {enabled: true, limit: '5', interval: pw}", want: []api.FieldError{
+			{Path: "spec.rateLimit.interval", Message: `must be ps, pm, ph or pd, got "pw"`},
 		}},
 		"odd CORS values": {yaml: minimalSpec + `
 CORS:
 	enabled: true
 	allowCredentials: "yes"
 	allowOrigins: 5
-	handlePreflightRequests: {enabled: 1, allowMethods: [GET, 2], allowHeaders: {a: b}, maxAge: soon}`, want: []FieldError{
-			{"spec.CORS.allowCredentials", "must be a boolean, got string"},
-			{"spec.CORS.allowOrigins", "must be a comma-separated string, got number"},
-			{"spec.CORS.handlePreflightRequests.allowHeaders", "must be a comma-separated string, got object"},
-			{"spec.CORS.handlePreflightRequests.allowMethods[1]", "must be a string, got number"},
-			{"spec.CORS.handlePreflightRequests.enabled", "must be a boolean, got number"},
-			{"spec.CORS.handlePreflightRequests.maxAge", `must be an integer, got "soon"`},
+	handlePreflightRequests: {enabled: 1, allowMethods: [GET, 2], allowHeaders: {a: b}, maxAge: soon}`, want: []api.FieldError{
+			{Path: "spec.CORS.allowCredentials", Message: "must be a boolean, got string"},
+			{Path: "spec.CORS.allowOrigins", Message: "must be a comma-separated string, got number"},
+			{Path: "spec.CORS.handlePreflightRequests.allowHeaders", Message: "must be a comma-separated string, got object"},
+			{Path: "spec.CORS.handlePreflightRequests.allowMethods[1]", Message: "must be a string, got number"},
+			{Path: "spec.CORS.handlePreflightRequests.enabled", Message: "must be a boolean, got number"},
+			{Path: "spec.CORS.handlePreflightRequests.maxAge", Message: `must be an integer, got "soon"`},
 		}},
-		"negative max age": {yaml: minimalSpec + "CORS: {enabled: true, handlePreflightRequests: {maxAge: -1}}", want: []FieldError{
-			{"spec.CORS.handlePreflightRequests.maxAge", "must not be negative, got -1"},
+		"negative max age": {yaml: minimalSpec + "CORS: {enabled: true, handlePreflightRequests: {maxAge: -1}}", want: []api.FieldError{
+			{Path: "spec.CORS.handlePreflightRequests.maxAge", Message: "must not be negative, got -1"},
 		}},
 	}
 	for name, tc := range cases {
@@ -252,11 +254,11 @@ CORS:
 			if err == nil {
 				t.Fatalf("ParseSpec succeeded: %+v", got)
 			}
-			var fes FieldErrors
+			var fes api.FieldErrors
 			if !errors.As(err, &fes) {
 				t.Fatalf("error %T is not FieldErrors: %v", err, err)
 			}
-			if diff := cmp.Diff(tc.want, []FieldError(fes), cmp.Comparer(func(want, got FieldError) bool {
+			if diff := cmp.Diff(tc.want, []api.FieldError(fes), cmp.Comparer(func(want, got api.FieldError) bool {
 				return want.Path == got.Path && (strings.Contains(got.Message, want.Message) || strings.Contains(want.Message, got.Message))
 			})); diff != "" {
 				t.Errorf("errors (-want +got):\n%s\n%v", diff, err)

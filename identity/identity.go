@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/odaflow/odaflow/api"
 	"github.com/odaflow/odaflow/oda"
 )
 
@@ -218,7 +219,7 @@ func FromSpec(name string, spec map[string]any) (Desired, error) {
 		} else if err := validAPIPath(ref.Path); err != nil {
 			bad("spec.%s.path %v", f.key, err)
 		}
-		port, ok := asInt(obj["port"])
+		port, ok := api.ToInt(obj["port"])
 		if !ok || port <= 0 || port > 65535 {
 			bad("spec.%s.port must be a port number, got %v", f.key, obj["port"])
 		}
@@ -304,24 +305,6 @@ func RoleNames(roles []Role) []string {
 // new credentials: any non-empty value not yet handled rotates once.
 func RotationNeeded(requested, handled string) bool {
 	return requested != "" && requested != handled
-}
-
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
-	case float64:
-		if n != float64(int64(n)) {
-			return 0, false
-		}
-		return int64(n), true
-	case interface{ Int64() (int64, error) }:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

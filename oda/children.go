@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Owner is the Component that children belong to.
@@ -75,56 +77,63 @@ var gatewayKeys = []string{"apiKeyVerification", "rateLimit", "quota", "OASValid
 // DesiredChildren works out a Component's children from its spec
 // (oda-behaviour §2.1.1-2.1.7). It returns every problem found, so one
 // status message can list them all.
-func DesiredChildren(component string, spec map[string]any) (Desired, FieldErrors) {
-	var errs FieldErrors
+func DesiredChildren(component string, spec map[string]any) (Desired, api.FieldErrors) {
 	if spec == nil {
-		errs.add("spec", "is required")
-		return Desired{}, errs
+		return Desired{}, api.FieldErrors{{Path: "spec", Message: "is required"}}
 	}
-	root := fields{obj: spec, path: "spec", errs: &errs}
+	s, errs := api.Decode[api.ComponentSpec](spec, "spec")
+	sec := s.SecurityFunction
+	if sec == nil {
+		sec = &api.SecurityFunction{}
+	}
 	var d Desired
 	// sources[i] is the path of the declaration that asks for d.Children[i].
 	var sources []string
 	var exposed, dependent []API
 	for _, seg := range Segments {
-		sf := root.child(string(seg))
-		exposed = append(exposed, normalizeAPIs(seg, false, sf.list("exposedAPIs"), sf.path+".exposedAPIs", &errs)...)
-		dependent = append(dependent, normalizeAPIs(seg, true, sf.list("dependentAPIs"), sf.path+".dependentAPIs", &errs)...)
+		f := s.Function(string(seg))
+		p := "spec." + string(seg)
+		exposed = append(exposed, normalizeExposed(seg, f.ExposedAPIs, p+".exposedAPIs", &errs)...)
+		dependent = append(dependent, normalizeDependent(seg, f.DependentAPIs, p+".dependentAPIs", &errs)...)
 	}
-	for _, api := range exposed {
+	for _, a := range exposed {
 		d.Children = append(d.Children, Child{
-			Kind: KindExposedAPI.Name, Name: ChildName(component, api.Name, api.Version),
-			Segment: api.Segment, Spec: ExposedAPISpec(api),
+			Kind: KindExposedAPI.Name, Name: ChildName(component, a.Name, a.Version),
+			Segment: a.Segment, Spec: ExposedAPISpec(a),
 		})
-		sources = append(sources, api.Source)
+		sources = append(sources, a.Source)
 	}
-	for _, api := range dependent {
+	for _, a := range dependent {
 		d.Children = append(d.Children, Child{
-			Kind: KindDependentAPI.Name, Name: ChildName(component, api.Name, api.Version),
-			Segment: api.Segment, Spec: DependentAPISpec(api),
+			Kind: KindDependentAPI.Name, Name: ChildName(component, a.Name, a.Version),
+			Segment: a.Segment, Spec: DependentAPISpec(a),
 		})
-		sources = append(sources, api.Source)
+		sources = append(sources, a.Source)
 	}
 
-	sec := root.child(string(SegmentSecurity))
-	d.CanvasSystemRole = sec.str("canvasSystemRole")
+	d.CanvasSystemRole = string(sec.CanvasSystemRole)
+	const rolePath = "spec.securityFunction.canvasSystemRole"
 	if d.CanvasSystemRole == "" {
-		errs.add("spec.securityFunction.canvasSystemRole", "is required: the identity step creates this role for the component")
+		if !errs.At(rolePath) {
+			errs.Add(rolePath, "is required: the identity step creates this role for the component")
+		}
 	} else {
 		d.Children = append(d.Children, Child{
 			Kind: KindIdentityConfig.Name, Name: strings.ToLower(component),
-			Spec: IdentityConfigSpec(d.CanvasSystemRole, sec.list("componentRole"), exposed),
+			Spec: IdentityConfigSpec(d.CanvasSystemRole, sec.ComponentRole, exposed),
 		})
 		sources = append(sources, "metadata.name")
 	}
 	// An empty block is no secrets management, as in the Canvas (§2.1.4).
-	if sm := sec.object("secretsManagement"); len(sm) > 0 {
-		smf := fields{obj: sm, path: "spec.securityFunction.secretsManagement", errs: &errs}
-		if t := smf.str("type"); t != "sideCar" {
-			errs.add(smf.path+".type", "must be sideCar, got %q", t)
+	if sm := sec.SecretsManagement; len(sm) > 0 {
+		const smPath = "spec.securityFunction.secretsManagement"
+		b, berrs := api.Decode[api.ComponentSecretsManagement](sm, smPath)
+		errs = append(errs, berrs...)
+		if b.Type != "sideCar" && !errs.At(smPath+".type") {
+			errs.Add(smPath+".type", "must be sideCar, got %q", b.Type)
 		}
-		if smf.object("podSelector") == nil {
-			errs.add(smf.path+".podSelector", "is required")
+		if b.PodSelector == nil && !errs.At(smPath+".podSelector") {
+			errs.Add(smPath+".podSelector", "is required")
 		}
 		d.SecretsManagement = sm
 		d.Children = append(d.Children, Child{
@@ -133,50 +142,56 @@ func DesiredChildren(component string, spec map[string]any) (Desired, FieldError
 		sources = append(sources, "metadata.name")
 	}
 
-	ev := root.child("eventNotification")
+	ev := s.EventNotification
+	if ev == nil {
+		ev = &api.EventNotification{}
+	}
 	for _, e := range []struct {
 		key, kind string
-	}{{"publishedEvents", KindPublishedNotification.Name}, {"subscribedEvents", KindSubscribedNotification.Name}} {
-		for i, item := range ev.list(e.key) {
-			p := fmt.Sprintf("%s.%s[%d]", ev.path, e.key, i)
-			obj, ok := item.(map[string]any)
-			if !ok {
-				errs.add(p, "must be an object, got %s", typeName(item))
+		items     []api.EventDeclaration
+	}{
+		{"publishedEvents", KindPublishedNotification.Name, ev.PublishedEvents},
+		{"subscribedEvents", KindSubscribedNotification.Name, ev.SubscribedEvents},
+	} {
+		for i, item := range e.items {
+			p := fmt.Sprintf("spec.eventNotification.%s[%d]", e.key, i)
+			if errs.At(p) {
 				continue
 			}
-			name := fields{obj: obj, path: p, errs: &errs}.str("name")
-			if name == "" {
-				errs.add(p+".name", "is required")
+			if item.Name == "" {
+				if !errs.At(p + ".name") {
+					errs.Add(p+".name", "is required")
+				}
 				continue
 			}
 			d.Children = append(d.Children, Child{
-				Kind: e.kind, Name: strings.ToLower(component + "-" + name), Spec: copyMap(obj),
+				Kind: e.kind, Name: strings.ToLower(component + "-" + string(item.Name)), Spec: copyMap(item.Raw),
 				InitialStatus: map[string]any{"uid": "", "status": "initializing", "error": ""},
 			})
 			sources = append(sources, p)
 		}
 	}
 	if msgs := validation.IsValidLabelValue(component); len(msgs) > 0 {
-		errs.add("metadata.name", "the Component name %q cannot be the value of the %s label its children carry: %s", component, LabelComponentName, strings.Join(msgs, ", "))
+		errs.Add("metadata.name", "the Component name %q cannot be the value of the %s label its children carry: %s", component, LabelComponentName, strings.Join(msgs, ", "))
 	}
 	validateNames(d.Children, sources, &errs)
-	return d, errs.unique()
+	return d, errs.Unique()
 }
 
 // validateNames rejects children Kubernetes would refuse and two children of
 // one kind with the same name (two APIs that normalise alike). sources[i] is
 // the path of the declaration behind children[i], which the error names.
-func validateNames(children []Child, sources []string, errs *FieldErrors) {
+func validateNames(children []Child, sources []string, errs *api.FieldErrors) {
 	seen := map[string]string{}
 	for i, c := range children {
 		key := c.Kind + "/" + c.Name
 		if first, dup := seen[key]; dup {
-			errs.add(sources[i], "produces the same %s %q as %s; API names (and major versions) must be unique", c.Kind, c.Name, first)
+			errs.Add(sources[i], "produces the same %s %q as %s; API names (and major versions) must be unique", c.Kind, c.Name, first)
 			continue
 		}
 		seen[key] = sources[i]
 		if msgs := validation.IsDNS1123Subdomain(c.Name); len(msgs) > 0 {
-			errs.add(sources[i], "child %s name %q is not a valid Kubernetes name: %s", c.Kind, c.Name, strings.Join(msgs, ", "))
+			errs.Add(sources[i], "child %s name %q is not a valid Kubernetes name: %s", c.Kind, c.Name, strings.Join(msgs, ", "))
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // A valid security section, so that each bad spec below has one problem only.
@@ -119,7 +121,7 @@ func TestDesiredChildrenRejectsBadSpecs(t *testing.T) {
 		},
 		"port a non-numeric string": {
 			spec: coreExposed("{name: api, apiType: openapi, implementation: svc, path: /api, port: http}"),
-			path: "spec.coreFunction.exposedAPIs[0].port", msg: "must be an integer, got string",
+			path: "spec.coreFunction.exposedAPIs[0].port", msg: `must be an integer, got "http"`,
 		},
 		"port in the element a boolean": {
 			spec: coreExposed("{name: api, apiType: openapi, implementation: svc, path: /api, specification: [{port: true}]}"),
@@ -333,7 +335,7 @@ eventNotification:
 	publishedEvents: [{description: no name}]
 `)
 	_, errs := DesiredChildren("ctk", spec)
-	want := FieldErrors{
+	want := api.FieldErrors{
 		{Path: "spec.coreFunction.exposedAPIs[0].required", Message: "must be a boolean, got string"},
 		{Path: "spec.coreFunction.exposedAPIs[0].path", Message: `must start with /, got "api"`},
 		{Path: "spec.securityFunction.canvasSystemRole", Message: "is required: the identity step creates this role for the component"},
@@ -351,13 +353,13 @@ eventNotification:
 
 func TestFieldErrorsError(t *testing.T) {
 	cases := map[string]struct {
-		errs FieldErrors
+		errs api.FieldErrors
 		want string
 	}{
 		"none": {errs: nil, want: ""},
-		"one":  {errs: FieldErrors{{Path: "spec", Message: "is required"}}, want: "spec: is required"},
+		"one":  {errs: api.FieldErrors{{Path: "spec", Message: "is required"}}, want: "spec: is required"},
 		"two": {
-			errs: FieldErrors{{Path: "a", Message: "x"}, {Path: "b", Message: "y"}},
+			errs: api.FieldErrors{{Path: "a", Message: "x"}, {Path: "b", Message: "y"}},
 			want: "a: x; b: y",
 		},
 	}

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // FuzzDesiredChildren feeds arbitrary JSON specs to DesiredChildren, as a
@@ -43,7 +45,7 @@ func FuzzDesiredChildren(f *testing.F) {
 			return
 		}
 		d, errs := DesiredChildren(component, spec)
-		reported := map[FieldError]bool{}
+		reported := map[api.FieldError]bool{}
 		for _, e := range errs {
 			if e.Path == "" || e.Message == "" {
 				t.Fatalf("error without path or message: %#v", e)

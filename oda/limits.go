@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // MaxExposedAPINameLength is the longest ExposedAPI name whose gateway
@@ -72,19 +74,19 @@ func isPathChar(c byte) bool {
 // two of its APIs share, or an implementation that is not a Service name. The
 // Component fails with these up front instead of leaving an ExposedAPI
 // that fails later, or one that takes traffic meant for others.
-func GatewayProblems(d Desired) FieldErrors {
-	var errs FieldErrors
+func GatewayProblems(d Desired) api.FieldErrors {
+	var errs api.FieldErrors
 	paths := map[string]string{}
 	for _, c := range d.ByKind(KindExposedAPI.Name) {
 		what := fmt.Sprintf("ExposedAPI %s", c.Name)
 		if len(c.Name) > MaxExposedAPINameLength {
-			errs.add(what, "name is %d characters; the gateway objects named after it allow at most %d", len(c.Name), MaxExposedAPINameLength)
+			errs.Add(what, "name is %d characters; the gateway objects named after it allow at most %d", len(c.Name), MaxExposedAPINameLength)
 		}
 		path, _ := c.Spec["path"].(string)
 		if p := ExposedPathProblem(path); p != "" {
-			errs.add(what+" path", "%s", p)
+			errs.Add(what+" path", "%s", p)
 		} else if other, dup := paths[path]; dup {
-			errs.add(what+" path", "%q is also the path of ExposedAPI %s; a gateway routes a path to one API", path, other)
+			errs.Add(what+" path", "%q is also the path of ExposedAPI %s; a gateway routes a path to one API", path, other)
 		} else {
 			paths[path] = c.Name
 		}
@@ -92,7 +94,7 @@ func GatewayProblems(d Desired) FieldErrors {
 		// its DNS name); anything else would route nowhere, or elsewhere.
 		impl, _ := c.Spec["implementation"].(string)
 		if msgs := validation.IsDNS1123Subdomain(impl); len(msgs) > 0 {
-			errs.add(what+" implementation", "%q is not a Service name: %s", impl, strings.Join(msgs, ", "))
+			errs.Add(what+" implementation", "%q is not a Service name: %s", impl, strings.Join(msgs, ", "))
 		}
 	}
 	return errs

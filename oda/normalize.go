@@ -3,8 +3,9 @@ package oda
 import (
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Segment is one of the three functions of a Component that declare APIs.
@@ -65,44 +66,6 @@ type API struct {
 	Source string
 }
 
-// FieldError is one problem found in a spec, with the path of the field.
-type FieldError struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
-
-func (e FieldError) Error() string { return e.Path + ": " + e.Message }
-
-// FieldErrors is a list of problems; it is an error when non-empty.
-type FieldErrors []FieldError
-
-func (es FieldErrors) Error() string {
-	msgs := make([]string, 0, len(es))
-	for _, e := range es {
-		msgs = append(msgs, e.Error())
-	}
-	return strings.Join(msgs, "; ")
-}
-
-func (es *FieldErrors) add(path, format string, args ...any) {
-	*es = append(*es, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
-// unique drops repeated problems, keeping the first of each: an API's root
-// fields are read once per specification[] element, and would otherwise be
-// reported once per element.
-func (es FieldErrors) unique() FieldErrors {
-	seen := make(map[FieldError]bool, len(es))
-	out := es[:0:0]
-	for _, e := range es {
-		if !seen[e] {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // majorVersion reduces "v4.0.0", "4.1" or 4 to "v4".
 func majorVersion(v string) string {
 	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
@@ -152,260 +115,166 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// fields is a typed reader over one JSON object that records type errors
-// instead of panicking: user input reaches here unvalidated.
-type fields struct {
-	obj  map[string]any
-	path string
-	errs *FieldErrors
-}
-
-func (f fields) str(key string) string {
-	v, ok := f.obj[key]
-	if !ok || v == nil {
-		return ""
+// normalizeExposed flattens one segment's exposedAPIs[] (§1.8).
+func normalizeExposed(seg Segment, items []api.ExposedAPIDeclaration, path string, errs *api.FieldErrors) []API {
+	parts := func(d api.ExposedAPIDeclaration) (api.APIDeclaration, []api.ExposedSpecification) {
+		return d.APIDeclaration, d.Specification
 	}
-	switch t := v.(type) {
-	case string:
-		return t
-	case int64, float64, int:
-		// Versions are often written unquoted (version: 4).
-		return fmt.Sprint(t)
-	default:
-		f.errs.add(f.path+"."+key, "must be a string, got %s", typeName(v))
-		return ""
-	}
-}
-
-func (f fields) int(key string) *int64 {
-	v, ok := f.obj[key]
-	if !ok || v == nil {
-		return nil
-	}
-	switch t := v.(type) {
-	case int64:
-		return &t
-	case int:
-		n := int64(t)
-		return &n
-	case float64:
-		if t != float64(int64(t)) {
-			f.errs.add(f.path+"."+key, "must be an integer, got %v", t)
-			return nil
+	return eachElement(items, path, errs, parts, func(ipath string, item api.ExposedAPIDeclaration, e api.ExposedSpecification) API {
+		a := flatten(seg, false, item.APIDeclaration, e.SpecificationElement, ipath)
+		// The element's value wins over the API root's.
+		a.Implementation = string(firstText(e.Implementation, item.Implementation))
+		a.Path = string(firstText(e.Path, item.Path))
+		a.DeveloperUI = string(firstText(e.DeveloperUI, item.DeveloperUI))
+		a.Port = e.Port
+		if a.Port == nil {
+			a.Port = item.Port
 		}
-		n := int64(t)
-		return &n
-	case string:
-		// A quoted port ("8080") is accepted, as the Python operator did.
-		if n, err := strconv.ParseInt(t, 10, 64); err == nil {
-			return &n
+		a.Gateway = e.GatewayConfiguration
+		if a.Gateway == nil {
+			a.Gateway = item.GatewayConfiguration
 		}
-	}
-	f.errs.add(f.path+"."+key, "must be an integer, got %s", typeName(v))
-	return nil
+		for _, x := range []struct {
+			key        string
+			elem, root any
+		}{{"hostname", e.Hostname, item.Hostname}, {"basicAuth", e.BasicAuth, item.BasicAuth}} {
+			if v := firstPresent(x.elem, x.root); v != nil {
+				if a.Extra == nil {
+					a.Extra = map[string]any{}
+				}
+				a.Extra[x.key] = v
+			}
+		}
+		validateExposed(a, ipath, errs)
+		return a
+	})
 }
 
-func (f fields) bool(key string) *bool {
-	v, ok := f.obj[key]
-	if !ok || v == nil {
-		return nil
+// normalizeDependent flattens one segment's dependentAPIs[]; a dependent
+// API's apiType defaults to openapi.
+func normalizeDependent(seg Segment, items []api.DependentAPIDeclaration, path string, errs *api.FieldErrors) []API {
+	parts := func(d api.DependentAPIDeclaration) (api.APIDeclaration, []api.DependentSpecification) {
+		return d.APIDeclaration, d.Specification
 	}
-	b, isBool := v.(bool)
-	if !isBool {
-		f.errs.add(f.path+"."+key, "must be a boolean, got %s", typeName(v))
-		return nil
-	}
-	return &b
+	return eachElement(items, path, errs, parts, func(ipath string, item api.DependentAPIDeclaration, e api.DependentSpecification) API {
+		a := flatten(seg, true, item.APIDeclaration, e.SpecificationElement, ipath)
+		a.Selector = e.Selector
+		if a.Selector == nil {
+			a.Selector = item.Selector
+		}
+		if a.APIType == "" {
+			a.APIType = "openapi"
+		}
+		return a
+	})
 }
 
-func (f fields) object(key string) map[string]any {
-	v, ok := f.obj[key]
-	if !ok || v == nil {
-		return nil
-	}
-	m, isMap := v.(map[string]any)
-	if !isMap {
-		f.errs.add(f.path+"."+key, "must be an object, got %s", typeName(v))
-		return nil
-	}
-	return m
-}
-
-func (f fields) list(key string) []any {
-	v, ok := f.obj[key]
-	if !ok || v == nil {
-		return nil
-	}
-	l, isList := v.([]any)
-	if !isList {
-		f.errs.add(f.path+"."+key, "must be a list, got %s", typeName(v))
-		return nil
-	}
-	return l
-}
-
-func (f fields) child(key string) fields {
-	return fields{obj: f.object(key), path: f.path + "." + key, errs: f.errs}
-}
-
-func typeName(v any) string {
-	switch v.(type) {
-	case string:
-		return "string"
-	case bool:
-		return "boolean"
-	case int64, int, float64:
-		return "number"
-	case []any:
-		return "list"
-	case map[string]any:
-		return "object"
-	case nil:
-		return "null"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
-
-// normalizeAPIs flattens one segment's exposedAPIs[] or dependentAPIs[]
-// (§1.8). Each specification[] element becomes one API; an empty or missing
-// specification counts as one empty element.
-func normalizeAPIs(seg Segment, dependent bool, items []any, path string, errs *FieldErrors) []API {
+// eachElement makes one API per specification[] element of each item at
+// path (§1.8), an empty or missing specification counting as one empty
+// element. An item the decoder could not read, or one without a name, is
+// left out; its problem is already in errs or added here.
+func eachElement[D, E any](items []D, path string, errs *api.FieldErrors, parts func(D) (api.APIDeclaration, []E), one func(ipath string, item D, e E) API) []API {
 	var out []API
 	for i, item := range items {
 		ipath := fmt.Sprintf("%s[%d]", path, i)
-		obj, ok := item.(map[string]any)
-		if !ok {
-			errs.add(ipath, "must be an object, got %s", typeName(item))
+		root, elems := parts(item)
+		if !named(root, ipath, errs) {
 			continue
 		}
-		root := fields{obj: obj, path: ipath, errs: errs}
-		name := root.str("name")
-		if name == "" {
-			errs.add(ipath+".name", "is required")
-			continue
+		if len(elems) == 0 {
+			elems = make([]E, 1)
 		}
-		elems := specificationElements(root)
-		for j, elem := range elems {
-			e := fields{obj: elem, path: fmt.Sprintf("%s.specification[%d]", ipath, j), errs: errs}
-			api := API{
-				Segment:   seg,
-				Dependent: dependent,
-				Name:      name,
-				ID:        root.str("id"),
-				URL:       firstNonEmpty(e.str("url"), root.str("url")),
-				Required:  root.bool("required"),
-				Source:    ipath,
-			}
-			api.Version = resolveVersion(e.str("version"), e.str("url"), root.str("url"), root.str("version"))
-			api.RawVersion = firstNonEmpty(e.str("version"), root.str("version"))
-			// The element's value wins over the API root's.
-			pick := func(key string) string { return firstNonEmpty(e.str(key), root.str(key)) }
-			api.APIType = pick("apiType")
-			api.APISDO = pick("apiSDO")
-			api.Resources = e.list("resources")
-			if api.Resources == nil {
-				api.Resources = root.list("resources")
-			}
-			if dependent {
-				api.Selector = e.object("selector")
-				if api.Selector == nil {
-					api.Selector = root.object("selector")
-				}
-			}
-			if !dependent {
-				api.Implementation = pick("implementation")
-				api.Path = pick("path")
-				api.DeveloperUI = pick("developerUI")
-				api.Port = e.int("port")
-				if api.Port == nil {
-					api.Port = root.int("port")
-				}
-				api.Gateway = e.object("gatewayConfiguration")
-				if api.Gateway == nil {
-					api.Gateway = root.object("gatewayConfiguration")
-				}
-				for _, key := range []string{"hostname", "basicAuth"} {
-					if v, ok := firstPresent(elem, obj, key); ok {
-						if api.Extra == nil {
-							api.Extra = map[string]any{}
-						}
-						api.Extra[key] = v
-					}
-				}
-				validateExposed(api, ipath, errs)
-			} else if api.APIType == "" {
-				api.APIType = "openapi"
-			}
-			out = append(out, api)
+		for _, e := range elems {
+			out = append(out, one(ipath, item, e))
 		}
 	}
 	return out
 }
 
-func firstPresent(a, b map[string]any, key string) (any, bool) {
-	if v, ok := a[key]; ok && v != nil {
-		return v, true
+// named reports whether the item at ipath was read and has a name; a
+// missing name is reported here, a bad item or name type by the decoder.
+func named(item api.APIDeclaration, ipath string, errs *api.FieldErrors) bool {
+	if errs.At(ipath) {
+		return false
 	}
-	if v, ok := b[key]; ok && v != nil {
-		return v, true
+	if item.Name == "" {
+		if !errs.At(ipath + ".name") {
+			errs.Add(ipath+".name", "is required")
+		}
+		return false
 	}
-	return nil, false
+	return true
 }
 
-// specificationElements returns the specification[] elements of an API item.
-// v1 uses a list of objects; a single object or a plain URL string (older
-// shapes) are tolerated.
-func specificationElements(root fields) []map[string]any {
-	raw, ok := root.obj["specification"]
-	if !ok || raw == nil {
-		return []map[string]any{{}}
+// flatten makes the API of one specification[] element of an item: the
+// fields both exposed and dependent APIs have.
+func flatten(seg Segment, dependent bool, root api.APIDeclaration, e api.SpecificationElement, ipath string) API {
+	a := API{
+		Segment:   seg,
+		Dependent: dependent,
+		Name:      string(root.Name),
+		ID:        string(root.ID),
+		URL:       string(firstText(e.URL, root.URL)),
+		Required:  root.Required,
+		Source:    ipath,
+		APIType:   string(firstText(e.APIType, root.APIType)),
+		APISDO:    string(firstText(e.APISDO, root.APISDO)),
+		Resources: e.Resources,
 	}
-	switch t := raw.(type) {
-	case string:
-		return []map[string]any{{"url": t}}
-	case map[string]any:
-		return []map[string]any{t}
-	case []any:
-		if len(t) == 0 {
-			return []map[string]any{{}}
-		}
-		out := make([]map[string]any, 0, len(t))
-		for j, el := range t {
-			switch e := el.(type) {
-			case map[string]any:
-				out = append(out, e)
-			case string:
-				out = append(out, map[string]any{"url": e})
-			default:
-				root.errs.add(fmt.Sprintf("%s.specification[%d]", root.path, j), "must be an object or a URL string, got %s", typeName(el))
-			}
-		}
-		return out
-	default:
-		root.errs.add(root.path+".specification", "must be a list, got %s", typeName(raw))
-		return nil
+	a.Version = resolveVersion(string(e.Version), string(e.URL), string(root.URL), string(root.Version))
+	a.RawVersion = string(firstText(e.Version, root.Version))
+	if a.Resources == nil {
+		a.Resources = root.Resources
 	}
+	return a
 }
 
-func validateExposed(api API, path string, errs *FieldErrors) {
-	if api.APIType == "" {
-		errs.add(path+".apiType", "is required")
-	} else if !exposedAPITypes[api.APIType] {
-		errs.add(path+".apiType", "unknown API type %q (want openapi, prometheus, openmetrics or mcp)", api.APIType)
+func firstText(vs ...api.Text) api.Text {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
 	}
-	if api.Implementation == "" {
-		errs.add(path+".implementation", "is required (the Service that implements the API)")
+	return ""
+}
+
+func firstPresent(vs ...any) any {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
 	}
-	if api.Path == "" {
-		errs.add(path+".path", "is required")
-	} else if !strings.HasPrefix(api.Path, "/") {
-		errs.add(path+".path", "must start with /, got %q", api.Path)
+	return nil
+}
+
+func validateExposed(a API, path string, errs *api.FieldErrors) {
+	// A field whose type is already reported is not also missing.
+	missing := func(field string) bool { return !errs.At(path + "." + field) }
+	if a.APIType == "" {
+		if missing("apiType") {
+			errs.Add(path+".apiType", "is required")
+		}
+	} else if !exposedAPITypes[a.APIType] {
+		errs.Add(path+".apiType", "unknown API type %q (want openapi, prometheus, openmetrics or mcp)", a.APIType)
 	}
-	if api.Port == nil {
-		errs.add(path+".port", "is required")
-	} else if *api.Port < 1 || *api.Port > 65535 {
-		errs.add(path+".port", "must be between 1 and 65535, got %d", *api.Port)
+	if a.Implementation == "" {
+		if missing("implementation") {
+			errs.Add(path+".implementation", "is required (the Service that implements the API)")
+		}
+	}
+	if a.Path == "" {
+		if missing("path") {
+			errs.Add(path+".path", "is required")
+		}
+	} else if !strings.HasPrefix(a.Path, "/") {
+		errs.Add(path+".path", "must start with /, got %q", a.Path)
+	}
+	if a.Port == nil {
+		if missing("port") {
+			errs.Add(path+".port", "is required")
+		}
+	} else if *a.Port < 1 || *a.Port > 65535 {
+		errs.Add(path+".port", "must be between 1 and 65535, got %d", *a.Port)
 	}
 }
 

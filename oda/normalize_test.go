@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 func TestMajorVersion(t *testing.T) {
@@ -251,8 +253,7 @@ func TestNormalizeAPIs(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var errs FieldErrors
-			got := normalizeAPIs(SegmentCore, tc.dependent, tc.items, "spec.coreFunction.x", &errs)
+			got, errs := normalizeItems(tc.dependent, tc.items)
 			if len(errs) > 0 {
 				t.Fatalf("unexpected errors: %v", errs)
 			}
@@ -261,4 +262,20 @@ func TestNormalizeAPIs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// normalizeItems decodes items as the list at spec.coreFunction.x and
+// normalises it, as DesiredChildren does with exposedAPIs or dependentAPIs.
+func normalizeItems(dependent bool, items []any) ([]API, api.FieldErrors) {
+	obj := map[string]any{"x": items}
+	if dependent {
+		f, errs := api.Decode[struct {
+			X []api.DependentAPIDeclaration `json:"x"`
+		}](obj, "spec.coreFunction")
+		return normalizeDependent(SegmentCore, f.X, "spec.coreFunction.x", &errs), errs
+	}
+	f, errs := api.Decode[struct {
+		X []api.ExposedAPIDeclaration `json:"x"`
+	}](obj, "spec.coreFunction")
+	return normalizeExposed(SegmentCore, f.X, "spec.coreFunction.x", &errs), errs
 }

@@ -9,8 +9,9 @@ package secrets
 import (
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Pod labels of the Canvas (§2.6, COMPONENTNAME_LABEL and
@@ -96,70 +97,40 @@ type Spec struct {
 // ParseSpec reads a SecretsManagement spec (as the apiserver returns it,
 // numbers as float64 or int64) and reports every problem at once.
 func ParseSpec(spec map[string]any) (Spec, error) {
-	var out Spec
-	var errs []string
-	t, _ := spec["type"].(string)
-	out.Type = t
-	if t != TypeSideCar {
-		errs = append(errs, fmt.Sprintf("spec.type must be %s, got %q", TypeSideCar, t))
+	in, errs := api.Decode[api.SecretsManagementSpec](spec, "spec")
+	out := Spec{Type: in.Type, SidecarPort: DefaultSidecarPort}
+	if in.Type != TypeSideCar && !errs.At("spec.type") {
+		errs.Add("spec.type", "must be %s, got %q", TypeSideCar, in.Type)
 	}
-	ps, ok := spec["podSelector"].(map[string]any)
-	if !ok {
-		errs = append(errs, "spec.podSelector is required")
-	}
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{{"namespace", &out.PodSelector.Namespace}, {"name", &out.PodSelector.Name}, {"serviceaccount", &out.PodSelector.ServiceAccount}} {
-		v, present := ps[f.key]
-		if !present || v == nil {
-			continue
+	if in.PodSelector == nil {
+		if !errs.At("spec.podSelector") {
+			errs.Add("spec.podSelector", "is required")
 		}
-		s, ok := v.(string)
-		if !ok {
-			errs = append(errs, fmt.Sprintf("spec.podSelector.%s must be a string", f.key))
-			continue
-		}
-		if err := validGlob(s); err != nil {
-			errs = append(errs, fmt.Sprintf("spec.podSelector.%s: %v", f.key, err))
-		}
-		*f.dst = s
-	}
-	out.SidecarPort = DefaultSidecarPort
-	if sc, ok := spec["sideCar"].(map[string]any); ok {
-		if p, present := sc["port"]; present {
-			n, ok := toInt(p)
-			if !ok || n < 1 || n > 65535 {
-				errs = append(errs, fmt.Sprintf("spec.sideCar.port must be a port number, got %v", p))
-			} else {
-				out.SidecarPort = n
+	} else {
+		out.PodSelector = Selector(*in.PodSelector)
+		for _, f := range []struct{ key, glob string }{
+			{"namespace", out.PodSelector.Namespace}, {"name", out.PodSelector.Name}, {"serviceaccount", out.PodSelector.ServiceAccount},
+		} {
+			if err := validGlob(f.glob); err != nil {
+				errs.Add("spec.podSelector."+f.key, "%v", err)
 			}
 		}
 	}
+	if in.SideCar != nil && in.SideCar.Port != nil {
+		if p := *in.SideCar.Port; p < 1 || p > 65535 {
+			errs.Add("spec.sideCar.port", "must be a port number, got %d", p)
+		} else {
+			out.SidecarPort = int(p)
+		}
+	}
 	if len(errs) > 0 {
-		return out, fmt.Errorf("invalid SecretsManagement spec: %s", strings.Join(errs, "; "))
+		msgs := make([]string, len(errs))
+		for i, e := range errs {
+			msgs[i] = e.Path + " " + e.Message
+		}
+		return out, fmt.Errorf("invalid SecretsManagement spec: %s", strings.Join(msgs, "; "))
 	}
 	return out, nil
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int32:
-		return int(n), true
-	case int64:
-		return int(n), true
-	case float64:
-		if n != float64(int(n)) {
-			return 0, false
-		}
-		return int(n), true
-	case string:
-		i, err := strconv.Atoi(n)
-		return i, err == nil
-	}
-	return 0, false
 }
 
 // PodInfo is what selection needs to know of a pod.

@@ -20,6 +20,7 @@ import (
 	yamlutil "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/odaflow/odaflow/api"
 	"github.com/odaflow/odaflow/dependency"
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/identity"
@@ -213,7 +214,7 @@ func childProblems(c oda.Child, at, component, namespace string) []Problem {
 	switch c.Kind {
 	case oda.KindExposedAPI.Name:
 		if _, err := gateway.ParseSpec(c.Spec); err != nil {
-			var fes gateway.FieldErrors
+			var fes api.FieldErrors
 			if errors.As(err, &fes) {
 				for _, fe := range fes {
 					bad("%s: %s", fe.Path, fe.Message)

@@ -6,6 +6,7 @@ package workflows
 import (
 	"time"
 
+	"github.com/odaflow/odaflow/activities"
 	"github.com/odaflow/odaflow/dependency"
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/oda"
@@ -138,8 +139,8 @@ func kubeCall(ctx workflow.Context, summary string, activity any, args ...any) w
 }
 
 // ErrTypeInvalid marks an error the apiserver will keep refusing (422, 400):
-// retrying cannot help until the spec changes.
-const ErrTypeInvalid = "InvalidObject"
+// retrying cannot help until the spec changes. The activities raise it.
+const ErrTypeInvalid = activities.ErrTypeInvalid
 
 // retryBackoff is how long a Failed resource waits before trying again on its
 // own: doubling from one minute, at most ten.

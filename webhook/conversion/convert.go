@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Component API versions, in order from oldest to newest. v1 is the storage version.
@@ -61,18 +63,6 @@ func versionIndex(apiVersion string) int {
 	return -1
 }
 
-// FieldError reports an object whose shape does not allow the conversion. Path
-// is the JSON path of the offending field, for example
-// "spec.coreFunction.exposedAPIs[0].specification".
-type FieldError struct {
-	Path   string
-	Detail string
-}
-
-func (e *FieldError) Error() string {
-	return e.Path + ": " + e.Detail
-}
-
 // ErrUnsupportedVersion is wrapped by the errors Convert returns for an
 // apiVersion that is not one of SupportedVersions.
 var ErrUnsupportedVersion = errors.New("unsupported apiVersion")
@@ -83,11 +73,11 @@ var ErrUnsupportedVersion = errors.New("unsupported apiVersion")
 // gets apiVersion toAPIVersion and the annotation
 // webhookconverted: "Webhook converted From <obj apiVersion> to <toAPIVersion>".
 //
-// Errors name the field whose shape prevents the conversion (see FieldError),
+// Errors name the field whose shape prevents the conversion (an api.FieldError),
 // or wrap ErrUnsupportedVersion.
 func Convert(obj map[string]any, toAPIVersion string) (map[string]any, error) {
 	if obj == nil {
-		return nil, &FieldError{Path: "<object>", Detail: "object is null"}
+		return nil, api.FieldError{Path: "<object>", Message: "object is null"}
 	}
 	to := versionIndex(toAPIVersion)
 	if to < 0 {
@@ -104,7 +94,7 @@ func Convert(obj map[string]any, toAPIVersion string) (map[string]any, error) {
 			rawFrom, ErrUnsupportedVersion, strings.Join(versions, ", "))
 	}
 	if kind, present := obj["kind"]; present && kind != Kind {
-		return nil, &FieldError{Path: "kind", Detail: fmt.Sprintf("expected %q, got %s", Kind, describe(kind))}
+		return nil, api.FieldError{Path: "kind", Message: fmt.Sprintf("expected %q, got %s", Kind, describe(kind))}
 	}
 
 	out := deepCopy(obj).(map[string]any)
@@ -194,8 +184,9 @@ func describe(v any) string {
 	}
 }
 
-func wrongType(p fieldPath, want string, got any) *FieldError {
-	return &FieldError{Path: string(p), Detail: fmt.Sprintf("expected %s, got %s", want, describe(got))}
+// wrongType is the error of a field whose shape prevents the conversion.
+func wrongType(p fieldPath, want string, got any) api.FieldError {
+	return api.FieldError{Path: string(p), Message: fmt.Sprintf("expected %s, got %s", want, describe(got))}
 }
 
 // mapField returns m[key] as an object, or nil when it is absent or null.

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/odaflow/odaflow/api"
 )
 
 // Every example (the Canvas's v1beta3, v1beta4 and v1, the hand-made v1beta2)
@@ -581,7 +583,7 @@ func TestConvertErrors(t *testing.T) {
 	tests := map[string]struct {
 		in      string
 		to      string
-		path    string // the FieldError path; empty for version errors
+		path    string // the api.FieldError path; empty for version errors
 		message string // a substring of the error message
 	}{
 		"unsupported desired version": {
@@ -667,12 +669,12 @@ func TestConvertErrors(t *testing.T) {
 			if got != nil {
 				t.Errorf("Convert returned an object with its error: %v", got)
 			}
-			var fieldErr *FieldError
+			var fieldErr api.FieldError
 			switch {
 			case tc.path == "" && !errors.Is(err, ErrUnsupportedVersion):
 				t.Errorf("error %q does not wrap ErrUnsupportedVersion", err)
 			case tc.path != "" && !errors.As(err, &fieldErr):
-				t.Errorf("error %q is not a *FieldError", err)
+				t.Errorf("error %q is not an api.FieldError", err)
 			case tc.path != "" && fieldErr.Path != tc.path:
 				t.Errorf("error path = %q, want %q (error %q)", fieldErr.Path, tc.path, err)
 			}
