@@ -216,7 +216,7 @@ func TestTemplateFull(t *testing.T) {
 	// The umbrella's registry wins; pull secrets are merged without duplicates.
 	for _, d := range findAll(objs, "Deployment") {
 		c := container(t, d)
-		if img := c["image"].(string); img != "registry.example.com/mirror/odaflow/odaflow:0.1.0" {
+		if img := c["image"].(string); img != "registry.example.com/mirror/odaflow/odaflow:v0.1.0" {
 			t.Errorf("%s image %s", d.id(), img)
 		}
 		var pulls []string
