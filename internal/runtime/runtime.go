@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/dynamic"
@@ -33,6 +34,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/payloadcodec"
 	"github.com/odaflow/odaflow/webhook"
 )
 
@@ -213,6 +215,20 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 			return opts, err
 		}
 		opts.MetricsHandler = h
+	}
+	if c.PayloadKeysDir != "" {
+		keys, err := payloadcodec.NewKeyring(c.PayloadKeysDir, c.PayloadKeyID, log.With("component", "payload-codec"))
+		if err != nil {
+			return opts, err
+		}
+		opts.DataConverter = payloadcodec.Codec{Keys: keys}.DataConverter()
+		// Failure messages and stack traces can quote a spec (a validation
+		// error naming a field's value): they go into the encoded
+		// attributes, sealed like every other payload.
+		opts.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+			DataConverter:          opts.DataConverter,
+			EncodeCommonAttributes: true,
+		})
 	}
 	if c.TemporalCompression != "gzip" {
 		// The SDK's default is gzip (config.Common.TemporalCompression).
