@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,9 +19,12 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/testsuite"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/internal/payloadcodec"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
@@ -211,4 +216,49 @@ func historyPayloads(events []*historypb.HistoryEvent) []*commonpb.Payload {
 		walk(e.ProtoReflect())
 	}
 	return out
+}
+
+// TestWebUIIsGivenTheCodecEndpoint: a Temporal Web UI started with the codec
+// endpoint (the dev server's --ui-codec-endpoint, TEMPORAL_CODEC_ENDPOINT on
+// a UI server) tells the browser to decode through it.
+func TestWebUIIsGivenTheCodecEndpoint(t *testing.T) {
+	tools, err := localstack.LookupTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "https://odaflow-codec.example.test"
+	uiAddr := freeAddress(t)
+	_, uiPort, _ := net.SplitHostPort(uiAddr)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
+		ExistingPath:  filepath.Join(tools, "temporal"),
+		LogLevel:      "error",
+		EnableUI:      true,
+		UIPort:        uiPort,
+		ExtraArgs:     []string{"--ui-codec-endpoint", endpoint},
+		ClientOptions: &client.Options{Namespace: "default", Logger: quietLogger{}},
+	})
+	if err != nil {
+		t.Fatalf("start a dev server with the Web UI: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Stop() })
+	var settings struct {
+		Codec struct{ Endpoint string }
+	}
+	eventually(t, 30*time.Second, "the Web UI's settings", func() (bool, string) {
+		resp, err := http.Get("http://" + uiAddr + "/api/v1/settings")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Sprintf("%d %s", resp.StatusCode, body)
+		}
+		return json.Unmarshal(body, &settings) == nil, string(body)
+	})
+	if settings.Codec.Endpoint != endpoint {
+		t.Errorf("the Web UI's codec endpoint is %q, want %q", settings.Codec.Endpoint, endpoint)
+	}
 }
