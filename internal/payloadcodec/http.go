@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 
 	"go.temporal.io/sdk/converter"
+
+	"github.com/odaflow/odaflow/internal/secretfile"
 )
 
 // maxBody bounds a /decode request: the Web UI sends the payloads of one
@@ -43,7 +43,7 @@ func NewHandler(c Codec, o ServerOptions) (http.Handler, error) {
 	}
 	h := &handler{codec: converter.NewPayloadCodecHTTPHandler(c), opts: o}
 	if o.TokenFile != "" {
-		h.tokens = &tokenFile{path: o.TokenFile}
+		h.tokens = newTokenFile(o.TokenFile)
 		if _, err := h.tokens.get(); err != nil {
 			return nil, err
 		}
@@ -91,48 +91,25 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.codec.ServeHTTP(w, r)
 }
 
-// tokenFile is the accepted tokens, read again when the file changes.
-type tokenFile struct {
-	path string
+// tokenFile is the accepted tokens, one per line, read again when the
+// file changes.
+type tokenFile struct{ f secretfile.File }
 
-	mu     sync.Mutex
-	stamp  os.FileInfo
-	tokens [][]byte
+func newTokenFile(path string) *tokenFile {
+	return &tokenFile{f: secretfile.File{Path: path, What: "codec server token file"}}
 }
 
 func (t *tokenFile) get() ([][]byte, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, err := os.Stat(t.path)
+	v, err := t.f.Get()
 	if err != nil {
-		if t.tokens != nil {
-			return t.tokens, nil // keep the loaded tokens while the file is being replaced
-		}
-		return nil, fmt.Errorf("codec server token file: %w", err)
-	}
-	if t.stamp != nil && os.SameFile(st, t.stamp) && st.Size() == t.stamp.Size() && st.ModTime().Equal(t.stamp.ModTime()) {
-		return t.tokens, nil
-	}
-	b, err := os.ReadFile(t.path)
-	if err != nil {
-		if t.tokens != nil {
-			return t.tokens, nil
-		}
-		return nil, fmt.Errorf("codec server token file: %w", err)
+		return nil, err
 	}
 	var tokens [][]byte
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(v, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			tokens = append(tokens, []byte(line))
 		}
 	}
-	if len(tokens) == 0 {
-		if t.tokens != nil {
-			return t.tokens, nil
-		}
-		return nil, fmt.Errorf("codec server token file %s holds no token", t.path)
-	}
-	t.tokens, t.stamp = tokens, st
 	return tokens, nil
 }
 
