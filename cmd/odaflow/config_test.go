@@ -23,6 +23,14 @@ func TestWebhookFlagsHaveOneVariableEach(t *testing.T) {
 	})
 }
 
+func TestCodecServerFlagsHaveOneVariableEach(t *testing.T) {
+	configtest.CheckEnvMapping(t, config.EnvName, func(fs *flag.FlagSet) func() error {
+		var c codecServerConfig
+		c.bind(fs)
+		return func() error { return errors.Join(c.envErrs...) }
+	})
+}
+
 func TestWebhookReportsUnparsableVariables(t *testing.T) {
 	t.Setenv("ODAFLOW_SELF_SIGNED", "yes")
 	t.Setenv("ODAFLOW_SHUTDOWN_DELAY", "5")
@@ -73,10 +81,11 @@ func TestConfigurationDocIsCurrent(t *testing.T) {
 func flagTables(t *testing.T) string {
 	t.Helper()
 	bind := map[string]func(*flag.FlagSet){
-		"common":  func(fs *flag.FlagSet) { new(config.Common).Bind(fs) },
-		"worker":  func(fs *flag.FlagSet) { new(config.Worker).Bind(fs) },
-		"watcher": func(fs *flag.FlagSet) { new(config.Watcher).Bind(fs) },
-		"webhook": func(fs *flag.FlagSet) { new(webhookConfig).bind(fs) },
+		"common":       func(fs *flag.FlagSet) { new(config.Common).Bind(fs) },
+		"worker":       func(fs *flag.FlagSet) { new(config.Worker).Bind(fs) },
+		"watcher":      func(fs *flag.FlagSet) { new(config.Watcher).Bind(fs) },
+		"webhook":      func(fs *flag.FlagSet) { new(webhookConfig).bind(fs) },
+		"codec-server": func(fs *flag.FlagSet) { new(codecServerConfig).bind(fs) },
 	}
 	// The defaults as built in, not as this machine's environment sets them.
 	for _, b := range bind {
@@ -121,6 +130,7 @@ func flagTables(t *testing.T) string {
 	table("`odaflow worker` only", only("worker"))
 	table("`odaflow watcher` only", only("watcher"))
 	table("`odaflow webhook`", flags("webhook"))
+	table("`odaflow codec-server`", flags("codec-server"))
 	b.WriteString("\n")
 	return b.String()
 }

@@ -29,6 +29,7 @@ Usage:
   odaflow watcher [flags]   run the watcher (Kubernetes events -> workflow signals)
   odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
+  odaflow codec-server [flags]  decode odaflow's encrypted payloads for the Temporal Web UI
   odaflow status  [-A|-n ns] [-o wide|json] [kind [name]]  the ODA resources as kubectl get lists them: Ready, status, reason, age, Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
   odaflow validate -f FILE...           check Component manifests offline: children and problems
@@ -63,6 +64,8 @@ func main() {
 		err = runHealthcheck(args)
 	case "webhook":
 		err = runWebhook(args)
+	case "codec-server":
+		err = runCodecServer(args)
 	case "validate":
 		err = runValidate(args)
 	case "version":

@@ -60,6 +60,14 @@ type Common struct {
 	// the cluster, where compressing them costs CPU on both ends and saves
 	// nothing; gzip is for a Temporal across a metered link.
 	TemporalCompression string
+	// PayloadKeysDir turns the payload codec on: every payload odaflow
+	// puts into Temporal is sealed with AES-256-GCM under a key from this
+	// directory (a mounted Secret, one file per key, the file name is the
+	// key ID). Empty = payloads are stored as they are.
+	PayloadKeysDir string
+	// PayloadKeyID is the key new payloads are sealed with; empty = the
+	// lexically last key ID in PayloadKeysDir.
+	PayloadKeyID string
 	// envErrs are environment variables Bind could not parse, reported by
 	// Validate with everything else.
 	envErrs []error
@@ -160,6 +168,32 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	f.String(&c.APIKeyFile, "temporal-api-key-file", "", "file holding a Temporal API key")
 	f.String(&c.TemporalCompression, "temporal-grpc-compression", "none",
 		"gRPC compression of requests to Temporal: none, or gzip for a Temporal across a metered link such as Temporal Cloud")
+	c.BindPayloadKeys(f)
+}
+
+// BindPayloadKeys registers the payload codec's flags with f (also used
+// by the codec server, which needs the keys but not the rest of Common).
+func (c *Common) BindPayloadKeys(f Flags) {
+	f.String(&c.PayloadKeysDir, "payload-keys-dir", "",
+		"directory of AES-256 keys (a mounted Secret, one file per key, the file name is the key ID) that encrypt every payload put into Temporal; empty stores payloads unencrypted")
+	f.String(&c.PayloadKeyID, "payload-key-id", "",
+		"ID of the key new payloads are encrypted with; empty uses the lexically last key in --payload-keys-dir")
+}
+
+// ValidatePayloadKeys checks the payload codec's flags.
+func (c Common) ValidatePayloadKeys() []error {
+	var errs []error
+	if c.PayloadKeyID != "" && c.PayloadKeysDir == "" {
+		errs = append(errs, errors.New("--payload-key-id needs --payload-keys-dir"))
+	}
+	if c.PayloadKeysDir != "" {
+		if st, err := os.Stat(c.PayloadKeysDir); err != nil {
+			errs = append(errs, fmt.Errorf("--payload-keys-dir: %w", err))
+		} else if !st.IsDir() {
+			errs = append(errs, fmt.Errorf("--payload-keys-dir %s is not a directory", c.PayloadKeysDir))
+		}
+	}
+	return errs
 }
 
 // Validate reports every problem at once, so a misconfigured pod says
@@ -199,6 +233,7 @@ func (c Common) Validate() error {
 	if c.TemporalTLS != nil && !*c.TemporalTLS && (c.TLSCert != "" || c.TLSCA != "" || c.TLSServerName != "") {
 		errs = append(errs, errors.New("TLS to Temporal is disabled (TEMPORAL_TLS or the profile) but --temporal-tls-* settings are given"))
 	}
+	errs = append(errs, c.ValidatePayloadKeys()...)
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))
 	}

@@ -13,8 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 	"k8s.io/client-go/dynamic"
@@ -33,6 +32,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/odaflow/odaflow/internal/config"
+	"github.com/odaflow/odaflow/internal/payloadcodec"
+	"github.com/odaflow/odaflow/internal/secretfile"
 	"github.com/odaflow/odaflow/webhook"
 )
 
@@ -160,45 +161,14 @@ func NewKube(c config.Common) (Kube, error) {
 }
 
 // apiKeyFile is a Temporal API key read from a file and read again when the
-// file changes (a Secret volume swaps a symlink to a new file).
-type apiKeyFile struct {
-	path string
+// file changes.
+type apiKeyFile struct{ f secretfile.File }
 
-	mu    sync.Mutex
-	stamp os.FileInfo
-	key   string
+func newAPIKeyFile(path string) *apiKeyFile {
+	return &apiKeyFile{f: secretfile.File{Path: path, What: "temporal API key"}}
 }
 
-func (a *apiKeyFile) get(context.Context) (string, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	st, err := os.Stat(a.path)
-	if err != nil {
-		if a.key != "" {
-			return a.key, nil // keep the loaded key while the file is being replaced
-		}
-		return "", fmt.Errorf("temporal API key: %w", err)
-	}
-	if a.stamp != nil && os.SameFile(st, a.stamp) && st.Size() == a.stamp.Size() && st.ModTime().Equal(a.stamp.ModTime()) {
-		return a.key, nil
-	}
-	b, err := os.ReadFile(a.path)
-	if err != nil {
-		if a.key != "" {
-			return a.key, nil
-		}
-		return "", fmt.Errorf("temporal API key: %w", err)
-	}
-	key := strings.TrimSpace(string(b))
-	if key == "" {
-		if a.key != "" {
-			return a.key, nil
-		}
-		return "", fmt.Errorf("temporal API key: %s is empty", a.path)
-	}
-	a.key, a.stamp = key, st
-	return key, nil
-}
+func (a *apiKeyFile) get(context.Context) (string, error) { return a.f.Get() }
 
 // TemporalOptions builds the client options from the configuration.
 func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registerer) (client.Options, error) {
@@ -213,6 +183,20 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 			return opts, err
 		}
 		opts.MetricsHandler = h
+	}
+	if c.PayloadKeysDir != "" {
+		keys, err := payloadcodec.NewKeyring(c.PayloadKeysDir, c.PayloadKeyID, log.With("component", "payload-codec"))
+		if err != nil {
+			return opts, err
+		}
+		opts.DataConverter = payloadcodec.Codec{Keys: keys}.DataConverter()
+		// Failure messages and stack traces can quote a spec (a validation
+		// error naming a field's value): they go into the encoded
+		// attributes, sealed like every other payload.
+		opts.FailureConverter = temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+			DataConverter:          opts.DataConverter,
+			EncodeCommonAttributes: true,
+		})
 	}
 	if c.TemporalCompression != "gzip" {
 		// The SDK's default is gzip (config.Common.TemporalCompression).
@@ -246,7 +230,7 @@ func TemporalOptions(c config.Common, log *slog.Logger, reg prometheus.Registere
 		opts.ConnectionOptions.TLS = tc
 	}
 	if c.APIKeyFile != "" {
-		key := &apiKeyFile{path: c.APIKeyFile}
+		key := newAPIKeyFile(c.APIKeyFile)
 		if _, err := key.get(context.Background()); err != nil {
 			return opts, err
 		}

@@ -120,7 +120,7 @@ func TestTemporalAPIKeyRotates(t *testing.T) {
 		}
 	}
 	write("key-one")
-	a := &apiKeyFile{path: path}
+	a := newAPIKeyFile(path)
 	ctx := context.Background()
 	for _, step := range []struct {
 		do   func()
@@ -137,7 +137,7 @@ func TestTemporalAPIKeyRotates(t *testing.T) {
 			t.Fatalf("key %q, %v; want %q", got, err, step.want)
 		}
 	}
-	if _, err := (&apiKeyFile{path: filepath.Join(dir, "missing")}).get(ctx); err == nil {
+	if _, err := newAPIKeyFile(filepath.Join(dir, "missing")).get(ctx); err == nil {
 		t.Error("a missing key file at start is not an error")
 	}
 }

@@ -17,17 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
-	"github.com/odaflow/odaflow/watcher"
-	"github.com/odaflow/odaflow/worker"
 )
 
 // proxyStack is a worker and a watcher that reach kube-apiserver only
 // through a FaultProxy. They have their own task queue and serve the
-// namespaces it-px-*, which the main watcher ("it-[^gkpt]*") ignores.
+// namespaces it-px-*, which the main watcher ("it-[^gkptx]*") ignores.
 type proxyStack struct {
 	proxy      *localstack.FaultProxy
 	metricsURL string
@@ -52,25 +49,7 @@ func startProxyStack(t *testing.T) *proxyStack {
 	common.Namespaces = []string{proxyNSPrefix + "*"}
 	common.HTTPAddress = freeAddress(t)
 	ps := &proxyStack{proxy: proxy, metricsURL: "http://" + common.HTTPAddress + "/metrics", readyzAddr: common.HTTPAddress}
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
-		ServiceInventoryURL: stack.inventoryURL,
-		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
-			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	wk := worker.New(wcfg)
-	if err := wk.Start(ctx); err != nil {
-		t.Fatalf("start the proxied worker: %v", err)
-	}
-	t.Cleanup(func() { stopApp(wk) })
-	wcommon := common
-	wcommon.HTTPAddress = "127.0.0.1:0"
-	wt := watcher.NewApp(config.Watcher{Common: wcommon, IdentityCheckInterval: 10 * time.Minute})
-	if err := wt.Start(ctx); err != nil {
-		t.Fatalf("start the proxied watcher: %v", err)
-	}
-	t.Cleanup(func() { stopApp(wt) })
+	startIstioStack(t, common, "proxied")
 	return ps
 }
 

@@ -13,8 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/kit"
+	"github.com/odaflow/odaflow/watcher"
+	"github.com/odaflow/odaflow/worker"
 )
 
 // eventually polls cond until it holds or the timeout passes.
@@ -162,4 +165,32 @@ func readyNamespace(t *testing.T, ns string) {
 	for _, svc := range faultImplementations {
 		setEndpoints(t, ns, svc, true)
 	}
+}
+
+// startIstioStack starts a second worker (istio gateway, the main worker's
+// Keycloak and inventory) and a watcher with common, which names their own
+// task queue and namespaces, and stops them when the test ends; what names
+// them in failures.
+func startIstioStack(t *testing.T, common config.Common, what string) {
+	t.Helper()
+	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
+		ServiceInventoryURL: stack.inventoryURL,
+		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
+			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	wk := worker.New(wcfg)
+	if err := wk.Start(ctx); err != nil {
+		t.Fatalf("start the %s worker: %v", what, err)
+	}
+	t.Cleanup(func() { stopApp(wk) })
+	wcommon := common
+	wcommon.HTTPAddress = "127.0.0.1:0"
+	wt := watcher.NewApp(config.Watcher{Common: wcommon, IdentityCheckInterval: 10 * time.Minute})
+	if err := wt.Start(ctx); err != nil {
+		t.Fatalf("start the %s watcher: %v", what, err)
+	}
+	// Registered last, so it runs first: no signals to a stopped worker.
+	t.Cleanup(func() { stopApp(wt) })
 }

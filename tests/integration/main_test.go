@@ -204,7 +204,7 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	// components is the Canvas's own namespace, where the test-kit charts
 	// go (the -sman chart's pod selector names it).
 	common := stack.common
-	common.Namespaces = []string{"it-[^gkpt]*", "components"}
+	common.Namespaces = []string{"it-[^gkptx]*", "components"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
 	return app, app.Start(ctx)

@@ -169,6 +169,34 @@ binary reads each flag from the env var named here (see README.md).
 {{- with .Values.temporal.apiKey.existingSecret }}
 - --temporal-api-key-file=/var/run/secrets/odaflow/temporal-api-key/{{ $.Values.temporal.apiKey.key }}
 {{- end }}
+{{- include "odaflow.payloadKeyArgs" . }}
+{{- end }}
+
+{{/* The payload codec's flags: worker, watcher and codec server. */}}
+{{- define "odaflow.payloadKeyArgs" -}}
+{{- if .Values.payloadEncryption.existingSecret }}
+- --payload-keys-dir=/var/run/secrets/odaflow/payload-keys
+{{- with .Values.payloadEncryption.currentKeyID }}
+- --payload-key-id={{ . }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "odaflow.payloadKeyVolumes" -}}
+{{- with .Values.payloadEncryption.existingSecret }}
+- name: payload-keys
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0440
+{{- end }}
+{{- end }}
+
+{{- define "odaflow.payloadKeyVolumeMounts" -}}
+{{- if .Values.payloadEncryption.existingSecret }}
+- name: payload-keys
+  mountPath: /var/run/secrets/odaflow/payload-keys
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "odaflow.temporalVolumes" -}}
@@ -184,6 +212,7 @@ binary reads each flag from the env var named here (see README.md).
     secretName: {{ . }}
     defaultMode: 0440
 {{- end }}
+{{- include "odaflow.payloadKeyVolumes" . }}
 {{- end }}
 
 {{- define "odaflow.temporalVolumeMounts" -}}
@@ -197,6 +226,7 @@ binary reads each flag from the env var named here (see README.md).
   mountPath: /var/run/secrets/odaflow/temporal-api-key
   readOnly: true
 {{- end }}
+{{- include "odaflow.payloadKeyVolumeMounts" . }}
 {{- end }}
 
 {{/* Pod annotations for Prometheus scraping of /metrics on the http port. */}}
