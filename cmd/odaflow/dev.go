@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -127,11 +128,37 @@ func runDev(args []string) error {
 		return err
 	}
 	started := time.Now()
+	// --log-level debug prints when each phase of the start-up ended.
 	step := func(what string) {
 		if level <= slog.LevelDebug {
-			out.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
+			out.Printf("%-28s %s\n", what, time.Since(started).Round(time.Millisecond))
 		}
 	}
+	// The Temporal dev server needs nothing from the cluster: it starts
+	// while etcd and the apiserver do, and is awaited once the worker needs
+	// it. Whatever happens to the rest of the start-up, it is stopped.
+	var temporal *localstack.Temporal
+	temporalErr, temporalDone := error(nil), make(chan struct{})
+	go func() {
+		defer close(temporalDone)
+		temporal, temporalErr = localstack.StartTemporal(ctx, localstack.Options{
+			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
+			TemporalPort: ports.Temporal, TemporalUIPort: ports.TemporalUI, SearchAttributes: workflows.SearchAttributeTypes(),
+		})
+		if temporalErr == nil {
+			step("Temporal ready")
+		}
+	}()
+	defer func() {
+		<-temporalDone
+		if temporal != nil {
+			logStop("temporal", temporal.Stop)
+		}
+	}()
+
+	crds := prepareDevCRDs(out)
+	defer crds.remove()
+
 	kubeconfigPath := kubeconfig
 	if kubeconfigPath == "" {
 		kube, err := localstack.StartKube(ctx, localstack.Options{
@@ -148,7 +175,7 @@ func runDev(args []string) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath, err)
 	}
-	if err := installDevCRDs(ctx, restCfg, out); err != nil {
+	if err := crds.install(ctx, restCfg); err != nil {
 		return err
 	}
 	step("CRDs installed")
@@ -160,17 +187,8 @@ func runDev(args []string) error {
 			return fmt.Errorf("start the conversion webhook: %w", err)
 		}
 		defer stopWebhook()
+		step("conversion webhook serving")
 	}
-
-	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
-		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
-		TemporalPort: ports.Temporal, TemporalUIPort: ports.TemporalUI, SearchAttributes: workflows.SearchAttributeTypes(),
-	})
-	if err != nil {
-		return fmt.Errorf("start the Temporal dev server: %w", err)
-	}
-	defer logStop("temporal", temporal.Stop)
-	step("Temporal ready")
 
 	identity, err := startIdentity(ctx, restCfg, keycloakURL, *keycloakRealm)
 	if err != nil {
@@ -194,6 +212,11 @@ func runDev(args []string) error {
 		return err
 	}
 	defer logStop("vault", vault.Stop)
+	step("Keycloak, hubs and Vault")
+	<-temporalDone
+	if temporalErr != nil {
+		return fmt.Errorf("start the Temporal dev server: %w", temporalErr)
+	}
 
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
@@ -221,26 +244,34 @@ func runDev(args []string) error {
 	// Building the applications pointed klog at the last one's logger;
 	// keep it on the watcher's.
 	klog.SetSlogLogger(slog.New(watcherHandler).With("component", "client-go"))
-	for _, app := range apps {
-		if err := app.Start(ctx); err != nil {
-			return err
-		}
-		defer func(app *fx.App) {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = app.Stop(stopCtx)
-		}(app)
-	}
-	step("worker and watcher started")
-
+	// The worker, the watcher and the console's informers start together:
+	// none waits for another.
 	lifecycle := newLifecycleConsole(out)
 	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
-	if err := lifecycle.watch(ctx, dyn); err != nil {
+	startErrs := make([]error, len(apps)+1)
+	var starting sync.WaitGroup
+	for i, app := range apps {
+		starting.Go(func() { startErrs[i] = app.Start(ctx) })
+	}
+	starting.Go(func() { startErrs[len(apps)] = lifecycle.watch(ctx, dyn) })
+	starting.Wait()
+	for i, app := range apps {
+		if startErrs[i] != nil {
+			continue // fx stopped what it had started
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = app.Stop(stopCtx)
+		}()
+	}
+	if err := errors.Join(startErrs...); err != nil {
 		return err
 	}
+	step("worker, watcher, console")
 	out.Printf(`
 odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 
@@ -274,25 +305,51 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 	return nil
 }
 
-// installDevCRDs installs the ODA CRDs and the gateways'.
-func installDevCRDs(ctx context.Context, cfg *rest.Config, out *console) error {
-	crdDir, err := os.MkdirTemp("", "odaflow-crds-")
-	if err != nil {
-		return err
+// devCRDs are the ODA CRDs and the gateways', written to a folder while
+// the cluster starts: finding the gateways' modules runs the go command.
+type devCRDs struct {
+	done chan struct{}
+	dir  string
+	err  error
+}
+
+func prepareDevCRDs(out *console) *devCRDs {
+	c := &devCRDs{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		if c.dir, c.err = os.MkdirTemp("", "odaflow-crds-"); c.err != nil {
+			return
+		}
+		if c.err = odaflowchart.WriteCRDs(c.dir); c.err != nil {
+			return
+		}
+		if err := localstack.GatewayCRDs(c.dir); err != nil {
+			// hack/tools.sh downloads their modules; this is a stack started
+			// some other way.
+			out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
+		}
+	}()
+	return c
+}
+
+// install installs the CRDs once they are written.
+func (c *devCRDs) install(ctx context.Context, cfg *rest.Config) error {
+	<-c.done
+	if c.err != nil {
+		return fmt.Errorf("write the ODA CRDs: %w", c.err)
 	}
-	defer os.RemoveAll(crdDir)
-	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	if err := localstack.GatewayCRDs(crdDir); err != nil {
-		// hack/tools.sh downloads their modules; this is a stack started
-		// some other way.
-		out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
-	}
-	if err := localstack.InstallCRDs(ctx, cfg, crdDir); err != nil {
+	if err := localstack.InstallCRDs(ctx, cfg, c.dir); err != nil {
 		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
 	return nil
+}
+
+// remove removes the folder once the CRDs are written.
+func (c *devCRDs) remove() {
+	<-c.done
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
 }
 
 func applySamples(ctx context.Context, cfg *rest.Config, namespace string) error {
