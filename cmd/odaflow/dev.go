@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/fx"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -156,6 +157,19 @@ func runDev(args []string) error {
 		}
 	}()
 
+	// Vault too, when it is built.
+	var vault *devVault
+	vaultErr, vaultDone := error(nil), make(chan struct{})
+	go func() {
+		defer close(vaultDone)
+		vault, vaultErr = startVault(ctx, filepath.Join(*dataDir, "vault"), ports.Vault)
+	}()
+	defer func() {
+		<-vaultDone
+		if vault != nil {
+			logStop("vault", vault.Stop)
+		}
+	}()
 	crds := prepareDevCRDs(out)
 	defer crds.remove()
 
@@ -207,11 +221,13 @@ func runDev(args []string) error {
 		defer hubs.Stop()
 		hubsBanner = hubs.Banner
 	}
-	vault, err := startVault(ctx, restCfg, filepath.Join(*dataDir, "vault"), ports.Vault)
-	if err != nil {
+	<-vaultDone
+	if vaultErr != nil {
+		return vaultErr
+	}
+	if err := vault.configure(restCfg); err != nil {
 		return err
 	}
-	defer logStop("vault", vault.Stop)
 	step("Keycloak, hubs and Vault")
 	<-temporalDone
 	if temporalErr != nil {
@@ -305,11 +321,13 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 	return nil
 }
 
-// devCRDs are the ODA CRDs and the gateways', written to a folder while
-// the cluster starts: finding the gateways' modules runs the go command.
+// devCRDs are the ODA CRDs and the gateways', written to a folder and
+// parsed while the cluster starts: finding the gateways' modules runs the
+// go command, and Istio's CRDs are megabytes of YAML.
 type devCRDs struct {
 	done chan struct{}
 	dir  string
+	objs []*unstructured.Unstructured
 	err  error
 }
 
@@ -328,6 +346,7 @@ func prepareDevCRDs(out *console) *devCRDs {
 			// some other way.
 			out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
 		}
+		c.objs, c.err = localstack.ReadManifests(c.dir)
 	}()
 	return c
 }
@@ -336,9 +355,9 @@ func prepareDevCRDs(out *console) *devCRDs {
 func (c *devCRDs) install(ctx context.Context, cfg *rest.Config) error {
 	<-c.done
 	if c.err != nil {
-		return fmt.Errorf("write the ODA CRDs: %w", c.err)
+		return fmt.Errorf("read the ODA CRDs: %w", c.err)
 	}
-	if err := localstack.InstallCRDs(ctx, cfg, c.dir); err != nil {
+	if err := localstack.InstallManifests(ctx, cfg, c.objs); err != nil {
 		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
 	return nil
