@@ -189,6 +189,10 @@ func runDev(args []string) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath, err)
 	}
+	// client-go's default of 5 requests a second would throttle the CRD
+	// installation (an apply and a few readiness polls per CRD) for seconds;
+	// the worker and the watcher run with KubeQPS 500 as well.
+	restCfg.QPS, restCfg.Burst = 500, 1000
 	if err := crds.install(ctx, restCfg); err != nil {
 		return err
 	}
