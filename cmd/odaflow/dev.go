@@ -11,9 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/fx"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -127,11 +129,50 @@ func runDev(args []string) error {
 		return err
 	}
 	started := time.Now()
+	// --log-level debug prints when each phase of the start-up ended.
 	step := func(what string) {
 		if level <= slog.LevelDebug {
-			out.Printf("%-24s %s\n", what, time.Since(started).Round(time.Millisecond))
+			out.Printf("%-28s %s\n", what, time.Since(started).Round(time.Millisecond))
 		}
 	}
+	// The Temporal dev server needs nothing from the cluster: it starts
+	// while etcd and the apiserver do, and is awaited once the worker needs
+	// it. Whatever happens to the rest of the start-up, it is stopped.
+	var temporal *localstack.Temporal
+	temporalErr, temporalDone := error(nil), make(chan struct{})
+	go func() {
+		defer close(temporalDone)
+		temporal, temporalErr = localstack.StartTemporal(ctx, localstack.Options{
+			ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
+			TemporalPort: ports.Temporal, TemporalUIPort: ports.TemporalUI, SearchAttributes: workflows.SearchAttributeTypes(),
+		})
+		if temporalErr == nil {
+			step("Temporal ready")
+		}
+	}()
+	defer func() {
+		<-temporalDone
+		if temporal != nil {
+			logStop("temporal", temporal.Stop)
+		}
+	}()
+
+	// Vault too, when it is built.
+	var vault *devVault
+	vaultErr, vaultDone := error(nil), make(chan struct{})
+	go func() {
+		defer close(vaultDone)
+		vault, vaultErr = startVault(ctx, filepath.Join(*dataDir, "vault"), ports.Vault)
+	}()
+	defer func() {
+		<-vaultDone
+		if vault != nil {
+			logStop("vault", vault.Stop)
+		}
+	}()
+	crds := prepareDevCRDs(out)
+	defer crds.remove()
+
 	kubeconfigPath := kubeconfig
 	if kubeconfigPath == "" {
 		kube, err := localstack.StartKube(ctx, localstack.Options{
@@ -148,7 +189,11 @@ func runDev(args []string) error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig %s: %w", kubeconfigPath, err)
 	}
-	if err := installDevCRDs(ctx, restCfg, out); err != nil {
+	// client-go's default of 5 requests a second would throttle the CRD
+	// installation (an apply and a few readiness polls per CRD) for seconds;
+	// the worker and the watcher run with KubeQPS 500 as well.
+	restCfg.QPS, restCfg.Burst = 500, 1000
+	if err := crds.install(ctx, restCfg); err != nil {
 		return err
 	}
 	step("CRDs installed")
@@ -160,17 +205,8 @@ func runDev(args []string) error {
 			return fmt.Errorf("start the conversion webhook: %w", err)
 		}
 		defer stopWebhook()
+		step("conversion webhook serving")
 	}
-
-	temporal, err := localstack.StartTemporal(ctx, localstack.Options{
-		ToolsDir: tools, DataDir: filepath.Join(*dataDir, "temporal"), Persist: true,
-		TemporalPort: ports.Temporal, TemporalUIPort: ports.TemporalUI, SearchAttributes: workflows.SearchAttributeTypes(),
-	})
-	if err != nil {
-		return fmt.Errorf("start the Temporal dev server: %w", err)
-	}
-	defer logStop("temporal", temporal.Stop)
-	step("Temporal ready")
 
 	identity, err := startIdentity(ctx, restCfg, keycloakURL, *keycloakRealm)
 	if err != nil {
@@ -189,11 +225,18 @@ func runDev(args []string) error {
 		defer hubs.Stop()
 		hubsBanner = hubs.Banner
 	}
-	vault, err := startVault(ctx, restCfg, filepath.Join(*dataDir, "vault"), ports.Vault)
-	if err != nil {
+	<-vaultDone
+	if vaultErr != nil {
+		return vaultErr
+	}
+	if err := vault.configure(restCfg); err != nil {
 		return err
 	}
-	defer logStop("vault", vault.Stop)
+	step("Keycloak, hubs and Vault")
+	<-temporalDone
+	if temporalErr != nil {
+		return fmt.Errorf("start the Temporal dev server: %w", temporalErr)
+	}
 
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
@@ -221,26 +264,34 @@ func runDev(args []string) error {
 	// Building the applications pointed klog at the last one's logger;
 	// keep it on the watcher's.
 	klog.SetSlogLogger(slog.New(watcherHandler).With("component", "client-go"))
-	for _, app := range apps {
-		if err := app.Start(ctx); err != nil {
-			return err
-		}
-		defer func(app *fx.App) {
-			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			_ = app.Stop(stopCtx)
-		}(app)
-	}
-	step("worker and watcher started")
-
+	// The worker, the watcher and the console's informers start together:
+	// none waits for another.
 	lifecycle := newLifecycleConsole(out)
 	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
 		return err
 	}
-	if err := lifecycle.watch(ctx, dyn); err != nil {
+	startErrs := make([]error, len(apps)+1)
+	var starting sync.WaitGroup
+	for i, app := range apps {
+		starting.Go(func() { startErrs[i] = app.Start(ctx) })
+	}
+	starting.Go(func() { startErrs[len(apps)] = lifecycle.watch(ctx, dyn) })
+	starting.Wait()
+	for i, app := range apps {
+		if startErrs[i] != nil {
+			continue // fx stopped what it had started
+		}
+		defer func() {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = app.Stop(stopCtx)
+		}()
+	}
+	if err := errors.Join(startErrs...); err != nil {
 		return err
 	}
+	step("worker, watcher, console")
 	out.Printf(`
 odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 
@@ -274,25 +325,54 @@ odaflow dev is running (ready in %s). Ctrl-C stops everything it started.
 	return nil
 }
 
-// installDevCRDs installs the ODA CRDs and the gateways'.
-func installDevCRDs(ctx context.Context, cfg *rest.Config, out *console) error {
-	crdDir, err := os.MkdirTemp("", "odaflow-crds-")
-	if err != nil {
-		return err
+// devCRDs are the ODA CRDs and the gateways', written to a folder and
+// parsed while the cluster starts: finding the gateways' modules runs the
+// go command, and Istio's CRDs are megabytes of YAML.
+type devCRDs struct {
+	done chan struct{}
+	dir  string
+	objs []*unstructured.Unstructured
+	err  error
+}
+
+func prepareDevCRDs(out *console) *devCRDs {
+	c := &devCRDs{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		if c.dir, c.err = os.MkdirTemp("", "odaflow-crds-"); c.err != nil {
+			return
+		}
+		if c.err = odaflowchart.WriteCRDs(c.dir); c.err != nil {
+			return
+		}
+		if err := localstack.GatewayCRDs(c.dir); err != nil {
+			// hack/tools.sh downloads their modules; this is a stack started
+			// some other way.
+			out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
+		}
+		c.objs, c.err = localstack.ReadManifests(c.dir)
+	}()
+	return c
+}
+
+// install installs the CRDs once they are written.
+func (c *devCRDs) install(ctx context.Context, cfg *rest.Config) error {
+	<-c.done
+	if c.err != nil {
+		return fmt.Errorf("read the ODA CRDs: %w", c.err)
 	}
-	defer os.RemoveAll(crdDir)
-	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
-		return err
-	}
-	if err := localstack.GatewayCRDs(crdDir); err != nil {
-		// hack/tools.sh downloads their modules; this is a stack started
-		// some other way.
-		out.Printf("warning: the Istio and Gateway API CRDs are not installed (%v); ExposedAPIs will report why they cannot be exposed\n", err)
-	}
-	if err := localstack.InstallCRDs(ctx, cfg, crdDir); err != nil {
+	if err := localstack.InstallManifests(ctx, cfg, c.objs); err != nil {
 		return fmt.Errorf("install the ODA CRDs: %w", err)
 	}
 	return nil
+}
+
+// remove removes the folder once the CRDs are written.
+func (c *devCRDs) remove() {
+	<-c.done
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+	}
 }
 
 func applySamples(ctx context.Context, cfg *rest.Config, namespace string) error {

@@ -132,10 +132,9 @@ func (d *devVault) Stop() error {
 }
 
 // startVault starts the Vault dev server (in memory) when `make tools` or
-// `hack/tools.sh vault` has built it, with odaflow's credentials in files
-// as in a cluster: the root token, and the apiserver's CA and a token for
-// Vault's kubernetes auth.
-func startVault(ctx context.Context, cfg *rest.Config, dataDir string, port int) (*devVault, error) {
+// `hack/tools.sh vault` has built it; configure then gives odaflow its
+// credentials.
+func startVault(ctx context.Context, dataDir string, port int) (*devVault, error) {
 	bin, err := localstack.VaultBinary()
 	if err != nil {
 		return &devVault{Banner: "not built, so SecretsManagements fail; `make tools` or `hack/tools.sh vault` builds it (10-20 min)"}, nil
@@ -144,13 +143,22 @@ func startVault(ctx context.Context, cfg *rest.Config, dataDir string, port int)
 	if err != nil {
 		return nil, fmt.Errorf("start the Vault dev server: %w", err)
 	}
-	d := &devVault{vault: v, Banner: v.Address + " (dev server, in memory; root token in " + v.TokenFile + ")"}
+	return &devVault{vault: v, Banner: v.Address + " (dev server, in memory; root token in " + v.TokenFile + ")"}, nil
+}
+
+// configure gives odaflow its credentials in files, as in a cluster: the
+// root token, and the apiserver's CA and a token for Vault's kubernetes
+// auth. Without a Vault it does nothing.
+func (d *devVault) configure(cfg *rest.Config) error {
+	v := d.vault
+	if v == nil {
+		return nil
+	}
 	d.Config = config.Vault{Address: v.Address, TokenFile: v.TokenFile, AuthPath: activities.DefaultVaultAuthPath, KubernetesHost: cfg.Host}
 	if len(cfg.CAData) > 0 {
 		p := filepath.Join(v.DataDir, "kube-ca.crt")
 		if err := os.WriteFile(p, cfg.CAData, 0o600); err != nil {
-			_ = v.Stop()
-			return nil, err
+			return fmt.Errorf("the Vault's kubernetes CA: %w", err)
 		}
 		d.Config.KubernetesCAFile = p
 	}
@@ -158,12 +166,11 @@ func startVault(ctx context.Context, cfg *rest.Config, dataDir string, port int)
 		// Vault's TokenReview calls authenticate with the dev cluster's admin token.
 		p := filepath.Join(v.DataDir, "token-reviewer.jwt")
 		if err := os.WriteFile(p, []byte(cfg.BearerToken), 0o600); err != nil {
-			_ = v.Stop()
-			return nil, err
+			return fmt.Errorf("the Vault's token reviewer token: %w", err)
 		}
 		d.Config.TokenReviewerJWTFile = p
 	}
-	return d, nil
+	return nil
 }
 
 // devHubs is the identity listener's setup in the dev stack: the worker

@@ -40,17 +40,34 @@ const defaultCRDTimeout = time.Minute
 // fine; normally CustomResourceDefinitions) with server-side apply, then waits
 // until every CRD is Established. Other kinds are applied through discovery.
 func InstallCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
+	objs, err := ReadManifests(dir)
+	if err != nil {
+		return err
+	}
+	return InstallManifests(ctx, cfg, objs)
+}
+
+// ReadManifests parses every *.yaml file in dir (sorted by name) for
+// InstallManifests; at least one object is required.
+func ReadManifests(dir string) ([]*unstructured.Unstructured, error) {
+	objs, err := readManifests(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("localstack: no objects in %s/*.yaml", dir)
+	}
+	return objs, nil
+}
+
+// InstallManifests is InstallCRDs on objects already parsed (large CRD
+// files take a while to parse: a caller can do it while the apiserver
+// starts). It sets an annotation on each object.
+func InstallManifests(ctx context.Context, cfg *rest.Config, objs []*unstructured.Unstructured) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultCRDTimeout)
 		defer cancel()
-	}
-	objs, err := readManifests(dir)
-	if err != nil {
-		return err
-	}
-	if len(objs) == 0 {
-		return fmt.Errorf("localstack: no objects in %s/*.yaml", dir)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

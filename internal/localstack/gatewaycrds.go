@@ -18,15 +18,14 @@ func GatewayCRDs(dir string) error {
 	if err != nil {
 		return err
 	}
-	istio, err := moduleDir(root, "istio.io/api")
+	// One `go list` for both modules: each call costs the go command's
+	// start-up, which `odaflow dev` waits for.
+	dirs, err := moduleDirs(root, "istio.io/api", "sigs.k8s.io/gateway-api")
 	if err != nil {
 		return err
 	}
+	istio, gw := dirs["istio.io/api"], dirs["sigs.k8s.io/gateway-api"]
 	if err := copyFile(filepath.Join(istio, "kubernetes", "customresourcedefinitions.gen.yaml"), filepath.Join(dir, "istio.yaml")); err != nil {
-		return err
-	}
-	gw, err := moduleDir(root, "sigs.k8s.io/gateway-api")
-	if err != nil {
 		return err
 	}
 	files, _ := filepath.Glob(filepath.Join(gw, "config", "crd", "standard", "gateway.networking.k8s.io_*.yaml"))
@@ -51,20 +50,27 @@ func GatewayCRDs(dir string) error {
 	return nil
 }
 
-// moduleDir is where the module cache holds module, as odaflow's go.mod
-// (in root) requires it.
-func moduleDir(root, module string) (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+// moduleDirs is where the module cache holds each module, as odaflow's
+// go.mod (in root) requires it.
+func moduleDirs(root string, modules ...string) (map[string]string, error) {
+	cmd := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Path}} {{.Dir}}"}, modules...)...)
 	cmd.Dir = root
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("locate module %s: %w", module, err)
+		return nil, fmt.Errorf("locate modules %s: %w", strings.Join(modules, ", "), err)
 	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return "", fmt.Errorf("module %s is not downloaded (hack/tools.sh downloads it)", module)
+	dirs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if path, dir, ok := strings.Cut(strings.TrimSpace(line), " "); ok && dir != "" {
+			dirs[path] = dir
+		}
 	}
-	return dir, nil
+	for _, m := range modules {
+		if dirs[m] == "" {
+			return nil, fmt.Errorf("module %s is not downloaded (hack/tools.sh downloads it)", m)
+		}
+	}
+	return dirs, nil
 }
 
 func copyFile(from, to string) error {
