@@ -94,7 +94,7 @@ test: tools lint fmt-check vet contracts
 		| $(GO) run ./hack/gotestlog -o $(ARTIFACTS)/go-test.log
 	cd tests/compose && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
-	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories
+	$(GO) run ./hack/secretscan -artifacts $(ARTIFACTS) workflows/testdata/histories workflows/testdata/releases
 
 ## faults: the worker killed at each activity boundary of a full lifecycle,
 ## alone (make test runs it with the rest of tests/integration).
@@ -169,6 +169,17 @@ record-histories: tools
 	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run '$(RECORDING_TESTS)' ./tests/integration/
 	ODAFLOW_RECORD_HISTORIES=1 $(GO) test -count=1 -run TestWorkflowCodeMatchesItsRecordings ./workflows/
 	$(GO) test -count=1 -run 'TestReplay|TestWorkflowCode|TestEveryWorkflow' ./workflows/
+
+## release-histories: keep the histories a release was tested with, as
+## they are, in workflows/testdata/releases/$(RELEASE): the replay suite
+## replays them forever (a workflow that release started may still run),
+## while testdata/histories follows the current code. Run it on the commit
+## that is tagged, e.g. make release-histories RELEASE=v0.1.0.
+release-histories:
+	@test -n "$(RELEASE)" || { echo "set RELEASE, e.g. RELEASE=v0.1.0"; exit 2; }
+	@test ! -e workflows/testdata/releases/$(RELEASE) || { echo "workflows/testdata/releases/$(RELEASE) exists: a release's histories never change"; exit 2; }
+	mkdir -p workflows/testdata/releases/$(RELEASE)
+	cp workflows/testdata/histories/*.json workflows/testdata/releases/$(RELEASE)/
 
 ## bench: N productcatalog Components applied at once on the local stack;
 ## figures as a table and in results/bench-latest.json. BENCH_N=1,100,1000.
