@@ -62,9 +62,17 @@ func TestHistoryAtRestIsEncrypted(t *testing.T) {
 	common.HTTPAddress = freeAddress(t)
 	startIstioStack(t, common, "encrypting")
 
+	// A name of its own: Keycloak client IDs are the IdentityConfig's bare
+	// name, and odaflow refuses a client another namespace owns, so the
+	// suite's usual component name here would block the tests after it
+	// until this one's client is gone.
+	const component = "xcodec-productcatalog"
 	ns := "it-xcodec"
 	createNamespace(t, ns)
 	create(t, oda.KindComponent, fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, component)))
+	// Registered after the encrypting stack, so it runs before the stack
+	// stops: the lifecycle ends and cleans up as every other test's does.
+	t.Cleanup(func() { deleteComponent(t, ns, component) })
 	ensureIngress(t)
 	setIngressAddress(t, "34.159.217.74")
 	for _, svc := range []string{"ctk-prodcatapi", "ctk-promgmtapi", "ctk-productcatalogmanagement-sm", "ctk-partyroleapi"} {
