@@ -37,6 +37,13 @@ import (
 // refuses for its content; workflows.ErrTypeInvalid is the same constant.
 const ErrTypeInvalid = "InvalidObject"
 
+// ErrTypeNamespaceTerminating is the application error type of a write
+// into a namespace that is being deleted: the apiserver refuses new objects
+// there until the namespace is gone, and the resource that asked goes with
+// it, so retrying would only hold the workflow task (for a minute or more)
+// while its deletion event waits behind it.
+const ErrTypeNamespaceTerminating = "NamespaceTerminating"
+
 // Kube performs apiserver side effects.
 type Kube struct {
 	Dynamic dynamic.Interface
@@ -495,10 +502,14 @@ func apiserverUnavailable(err error) bool {
 }
 
 // kubeError wraps an apiserver error for Temporal: content errors (422, 400)
-// do not retry, everything else does.
+// and writes into a namespace being deleted do not retry, everything else
+// does.
 func kubeError(what string, err error) error {
-	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+	switch {
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeInvalid, err)
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %v", what, err), ErrTypeNamespaceTerminating, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
