@@ -18,10 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/doubles/kongadmin"
-	"github.com/odaflow/odaflow/watcher"
-	"github.com/odaflow/odaflow/worker"
 )
 
 // The gateway objects the kong and apisix gateways write, besides the
@@ -140,13 +137,7 @@ func startGatewayStack(t *testing.T, gw, ingressIP string) *gatewayStack {
 	common.HTTPAddress = freeAddress(t)
 	gs.metricsURL = "http://" + common.HTTPAddress + "/metrics"
 
-	// The same identity and inventory setup as the main worker: a Component
-	// here has an IdentityConfig too.
-	wcfg := config.Worker{Common: common, Gateway: gw, IstioGateway: "components/component-gateway",
-		ServiceInventoryURL: stack.inventoryURL,
-		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
-			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
-	}
+	wcfg := stackWorker(common, gw)
 	if gw == "kong-admin" {
 		gs.kong = kongadmin.New()
 		srv := httptest.NewServer(gs.kong)
@@ -154,21 +145,7 @@ func startGatewayStack(t *testing.T, gw, ingressIP string) *gatewayStack {
 		gs.kongURL = srv.URL
 		wcfg.KongAdminURL = srv.URL
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	wk := worker.New(wcfg)
-	if err := wk.Start(ctx); err != nil {
-		t.Fatalf("start %s worker: %v", gw, err)
-	}
-	t.Cleanup(func() { stopApp(wk) })
-	wcommon := common
-	wcommon.HTTPAddress = "127.0.0.1:0"
-	wt := watcher.NewApp(config.Watcher{Common: wcommon, IdentityCheckInterval: 10 * time.Minute})
-	if err := wt.Start(ctx); err != nil {
-		t.Fatalf("start %s watcher: %v", gw, err)
-	}
-	// Registered last, so it runs first: no signals to a stopped worker.
-	t.Cleanup(func() { stopApp(wt) })
+	startStack(t, wcfg, gw)
 	return gs
 }
 

@@ -167,17 +167,31 @@ func readyNamespace(t *testing.T, ns string) {
 	}
 }
 
+// stackWorker is a worker configuration with gateway gw and the main
+// worker's identity and inventory setup (a Component has an IdentityConfig
+// wherever it runs); common names its own task queue and namespaces.
+func stackWorker(common config.Common, gw string) config.Worker {
+	return config.Worker{Common: common, Gateway: gw, IstioGateway: "components/component-gateway",
+		ServiceInventoryURL: stack.inventoryURL,
+		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
+			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
+	}
+}
+
 // startIstioStack starts a second worker (istio gateway, the main worker's
 // Keycloak and inventory) and a watcher with common, which names their own
 // task queue and namespaces, and stops them when the test ends; what names
 // them in failures.
 func startIstioStack(t *testing.T, common config.Common, what string) {
 	t.Helper()
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
-		ServiceInventoryURL: stack.inventoryURL,
-		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
-			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
-	}
+	startStack(t, stackWorker(common, "istio"), what)
+}
+
+// startStack starts a worker with wcfg and a watcher with its Common, and
+// stops them when the test ends (the watcher first); what names them in
+// failures.
+func startStack(t *testing.T, wcfg config.Worker, what string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	wk := worker.New(wcfg)
@@ -185,7 +199,7 @@ func startIstioStack(t *testing.T, common config.Common, what string) {
 		t.Fatalf("start the %s worker: %v", what, err)
 	}
 	t.Cleanup(func() { stopApp(wk) })
-	wcommon := common
+	wcommon := wcfg.Common
 	wcommon.HTTPAddress = "127.0.0.1:0"
 	wt := watcher.NewApp(config.Watcher{Common: wcommon, IdentityCheckInterval: 10 * time.Minute})
 	if err := wt.Start(ctx); err != nil {
