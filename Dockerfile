@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # odaflow image: one static binary, `odaflow worker` (default) or `odaflow watcher`.
 #
-#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#   docker build --build-arg VERSION=$(cat VERSION) \
 #     --build-arg REVISION=$(git rev-parse HEAD) -t odaflow:dev .
 #
 # Without a container engine, `make image` builds the same image with
@@ -16,12 +16,12 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
-# `odaflow version` prints VERSION; the chart's appVersion names the tag.
-ARG VERSION=dev
+# `odaflow version` prints the VERSION file the binary embeds; the chart's
+# appVersion and the image label name the same release.
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
     GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/odaflow ./cmd/odaflow
+    go build -trimpath -ldflags "-s -w" -o /out/odaflow ./cmd/odaflow
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev

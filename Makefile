@@ -5,7 +5,8 @@ SHELL     := bash
 GO        ?= go
 BIN       := bin
 ODAFLOW   := $(BIN)/odaflow
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release this tree builds: the VERSION file, which the binary embeds.
+VERSION   := $(shell cat VERSION)
 GOTESTFLAGS ?=
 
 .PHONY: image image-push chart contracts all dev dev-tools test tools build vet lint fmt-check unit integration production bench bench-storm clean help record-histories fuzz faults
@@ -41,7 +42,7 @@ tools: dev-tools
 	@hack/tools.sh postgres >/dev/null
 
 build:
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(ODAFLOW) ./cmd/odaflow
+	$(GO) build -trimpath -o $(ODAFLOW) ./cmd/odaflow
 
 ## image: the odaflow image built without a container engine (hack/image,
 ## go-containerregistry; its own Go module): an OCI image layout in

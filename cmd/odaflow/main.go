@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/odaflow/odaflow"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/watcher"
 	"github.com/odaflow/odaflow/worker"
@@ -38,9 +39,6 @@ Usage:
 
 Run "odaflow <command> -h" for the flags of a command.
 `
-
-// version is stamped at build time with -ldflags "-X main.version=...".
-var version = "dev"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -69,7 +67,7 @@ func main() {
 	case "validate":
 		err = runValidate(args)
 	case "version":
-		fmt.Println(version)
+		fmt.Println(odaflow.Version())
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

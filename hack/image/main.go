@@ -10,10 +10,10 @@
 // It is its own Go module, so that go-containerregistry stays out of
 // odaflow's dependencies. `make image` runs it:
 //
-//	cd hack/image && go run . -root ../.. -version v0.1.0 -out ../../bin/image
+//	cd hack/image && go run . -root ../.. -out ../../bin/image
 //
-// The image is the Dockerfile's, built the same way: version stamped with
-// -X main.version, OCI labels, user 65532, ENTRYPOINT /odaflow, CMD worker.
+// The image is the Dockerfile's, built the same way: the version from the
+// VERSION file (the binary embeds it), OCI labels, user 65532, ENTRYPOINT /odaflow, CMD worker.
 // Where the Dockerfile starts from distroless/static, this starts from
 // scratch (no registry needed) and adds what distroless gives a static Go
 // binary: the CA bundle (system roots for Temporal Cloud, Vault, Keycloak),
@@ -51,7 +51,7 @@ const nonroot = 65532
 
 type options struct {
 	root      string   // the odaflow repository
-	version   string   // -X main.version and the version label
+	version   string   // the image tag and the version label: the tree's VERSION file
 	revision  string   // the git commit, for the revision label
 	image     string   // the reference recorded in the tarball and the layout
 	out       string   // folder for oci/ and odaflow.tar
@@ -65,7 +65,7 @@ func main() {
 	var o options
 	var platforms, created string
 	flag.StringVar(&o.root, "root", "../..", "the odaflow repository")
-	flag.StringVar(&o.version, "version", "dev", "version stamped into the binary (-X main.version) and the labels")
+	flag.StringVar(&o.version, "version", "", "the image tag and version label; empty: the tree's VERSION file, which the binary embeds")
 	flag.StringVar(&o.revision, "revision", "", "git commit for the org.opencontainers.image.revision label")
 	flag.StringVar(&o.image, "image", "ghcr.io/odaflow/odaflow", "image name; tagged with -version (the tarball's and the layout's reference, and where -push pushes)")
 	flag.StringVar(&o.out, "out", "../../bin/image", "output folder: oci/ (OCI image layout) and odaflow.tar (first platform); keep it out of git")
@@ -82,6 +82,13 @@ func main() {
 			fatal(fmt.Errorf("-created %q: %w", created, err))
 		}
 		o.created = time.Unix(sec, 0).UTC()
+	}
+	if o.version == "" {
+		v, err := os.ReadFile(filepath.Join(o.root, "VERSION"))
+		if err != nil {
+			fatal(fmt.Errorf("-version not set and no VERSION file: %w", err))
+		}
+		o.version = strings.TrimSpace(string(v))
 	}
 	if err := run(o); err != nil {
 		fatal(err)
@@ -178,10 +185,10 @@ func tagOf(version string) string {
 }
 
 // buildBinary cross-compiles cmd/odaflow as the Dockerfile does: static,
-// trimmed paths, the version stamped.
+// trimmed paths (the version is the VERSION file the binary embeds).
 func buildBinary(o options, plat *v1.Platform, out string) error {
 	cmd := exec.Command("go", "build", "-trimpath",
-		"-ldflags", "-s -w -X main.version="+o.version,
+		"-ldflags", "-s -w",
 		"-o", out, "./cmd/odaflow")
 	cmd.Dir = o.root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+plat.OS, "GOARCH="+plat.Architecture, "GOFLAGS=-buildvcs=false")
