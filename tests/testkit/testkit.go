@@ -1,5 +1,5 @@
 // Package testkit renders the ODA Canvas test kit's Component charts
-// (../shared/oda-canvas/testkit from the repository root) with their default
+// (testkit/ in the folder CanvasDir names) with their default
 // values through Helm's own chart loader and template engine (tests/helmtemplate), so tests run
 // odaflow on exactly what a Canvas user installs. Every chart folder is
 // found by listing the directory: a chart added there is tested without code.
@@ -19,8 +19,15 @@ import (
 	"github.com/odaflow/odaflow/validate"
 )
 
-// RelDir is the test kit's folder relative to the repository root.
-const RelDir = "../shared/oda-canvas/testkit"
+// CanvasDirEnv names the folder that holds the ODA Canvas's files as data:
+// testkit/ (the Component charts of the Canvas repository's
+// feature-definition-and-test-kit/testData), crds/ and examples/.
+// docs/testing.md says how to make one.
+const CanvasDirEnv = "ODAFLOW_CANVAS_DIR"
+
+// defaultCanvasDir is where CanvasDirEnv points when unset, relative to the
+// repository root.
+const defaultCanvasDir = "../shared/oda-canvas"
 
 // Namespace and Release are what the Canvas's own test suite installs the
 // charts with (the -sman chart's podSelector names namespace components).
@@ -69,20 +76,27 @@ func (r Rendered) ofKind(kind string) []*unstructured.Unstructured {
 	return out
 }
 
-// Dir returns the test kit's folder. A missing folder skips the test, except
-// with CI set, where it fails: a skip must never count as a pass there.
+// Dir returns the test kit's folder, testkit/ in $ODAFLOW_CANVAS_DIR
+// (default ../shared/oda-canvas from the repository root). A missing folder
+// skips the test with one line saying how to provide it, except with CI
+// set, where it fails: a skip must never count as a pass there.
 func Dir(t testing.TB) string {
 	t.Helper()
-	root, err := localstack.RepoRoot()
-	if err != nil {
-		t.Fatalf("repository root: %v", err)
-	}
-	dir := filepath.Join(root, RelDir)
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the ODA Canvas test kit is missing (%s): %v", dir, err)
+	canvas := os.Getenv(CanvasDirEnv)
+	if canvas == "" {
+		root, err := localstack.RepoRoot()
+		if err != nil {
+			t.Fatalf("repository root: %v", err)
 		}
-		t.Skipf("SKIPPED: the ODA Canvas test kit is not at %s: %v", dir, err)
+		canvas = filepath.Join(root, defaultCanvasDir)
+	}
+	dir := filepath.Join(canvas, "testkit")
+	if _, err := os.Stat(dir); err != nil {
+		msg := fmt.Sprintf("the ODA Canvas test kit is not at %s: set %s to a folder whose testkit/ holds the Canvas repository's feature-definition-and-test-kit/testData charts (docs/testing.md)", dir, CanvasDirEnv)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED: " + msg)
 	}
 	return dir
 }
