@@ -86,7 +86,7 @@ func runDev(args []string) error {
 	keycloakRealm := fset.String("keycloak-realm", "odari", "Keycloak realm of the component clients")
 	free := fset.Bool("free-ports", false, "listen on free ports instead of 6443, 2379, 7233, 8233, 8081, 8082, 8200 and 9443 (to run next to another stack)")
 	if err := fset.Parse(args); err != nil {
-		return exitError(2)
+		return flagError(err)
 	}
 	if fset.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fset.Args())

@@ -15,7 +15,7 @@ func runHealthcheck(args []string) error {
 	url := fs.String("url", "http://127.0.0.1:8080/readyz", "endpoint to probe")
 	timeout := fs.Duration("timeout", 3*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+		return flagError(err)
 	}
 	cl := &http.Client{Timeout: *timeout}
 	resp, err := cl.Get(*url)

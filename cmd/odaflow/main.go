@@ -74,14 +74,25 @@ func main() {
 		fmt.Fprintf(os.Stderr, "odaflow: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	if code := exitCode(err); code != 0 {
 		// An exitError carries only a status: the command has said why.
-		var exit exitError
-		if errors.As(err, &exit) {
-			os.Exit(int(exit))
+		if !errors.As(err, new(exitError)) {
+			fmt.Fprintf(os.Stderr, "odaflow %s: %v\n", cmd, err)
 		}
-		fmt.Fprintf(os.Stderr, "odaflow %s: %v\n", cmd, err)
-		os.Exit(1)
+		os.Exit(code)
+	}
+}
+
+// exitCode is the status odaflow exits with after a command returns err.
+func exitCode(err error) int {
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return int(exit)
+	default:
+		return 1
 	}
 }
 
@@ -89,9 +100,19 @@ type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit code %d", int(e)) }
 
+// flagError is the exit of a command whose flags did not parse, which the
+// flag package has already reported: 0 for -h and --help (the usage asked
+// for, as kubectl and helm answer it), 2 for a usage error.
+func flagError(err error) exitError {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
 func parse(fs *flag.FlagSet, args []string, validate func() error) error {
 	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+		return flagError(err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %v", fs.Args())

@@ -114,7 +114,7 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			return o, exitError(2)
+			return o, flagError(err)
 		}
 		if fs.NArg() == 0 {
 			break
@@ -312,7 +312,7 @@ func runExplain(args []string) error {
 	fs := flag.NewFlagSet("odaflow explain", flag.ContinueOnError)
 	cfg.Bind(fs)
 	if err := fs.Parse(args); err != nil {
-		return exitError(2)
+		return flagError(err)
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("usage: odaflow explain <Kind>/<namespace>/<name>")

@@ -45,7 +45,7 @@ func validateMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 	ns := fs.String("n", "", "namespace of objects without one (the namespace the chart is installed in); empty skips the checks that need it")
 	out := fs.String("o", "text", "output: text or json")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return int(flagError(err))
 	}
 	files = append(files, fs.Args()...)
 	if len(files) == 0 || (*out != "text" && *out != "json") {
