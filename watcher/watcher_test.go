@@ -998,6 +998,37 @@ func TestWatcherPathPrefixTakeover(t *testing.T) {
 	})
 }
 
+// TestWatcherStringPrefixHijack: a VirtualService matches uri.prefix as a
+// string, so a claim on "/vic" would take every request for "/victim/...":
+// it conflicts with the victim's path, and loses to it, although no path
+// segment is shared. A held path is kept even against an older claim.
+func TestWatcherStringPrefixHijack(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := exposedAPI("victim", "api", "", "/victim/tmf-api/v4")
+	victim.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Hour)))
+	victim.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/victim/tmf-api/v4"}}
+	attacker := exposedAPI("attacker", "api", "", "/vic")
+	attacker.SetCreationTimestamp(metav1.NewTime(t0))
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/attacker/api", "victim/api")
+}
+
+// TestWatcherSameSecondClaimKeepsTheHolder: a claim on a held path made in
+// the same second, from a namespace that sorts first and with a smaller
+// uid, loses: the holder is never evicted.
+func TestWatcherSameSecondClaimKeepsTheHolder(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := exposedAPI("victim", "api", "", "/victim/api")
+	victim.SetCreationTimestamp(metav1.NewTime(t0))
+	victim.SetUID("zzz")
+	victim.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/victim/api"}}
+	attacker := exposedAPI("aaa", "api", "", "/victim/api")
+	attacker.SetCreationTimestamp(metav1.NewTime(t0))
+	attacker.SetUID("aaa")
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/aaa/api", "victim/api")
+}
+
 // TestWatcherPathSiblingsRespectTheNamespaceFilter: an ExposedAPI in a
 // namespace this watcher does not serve must never get a signal from it,
 // even when a served one claims the same path.
