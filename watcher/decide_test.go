@@ -812,3 +812,20 @@ func TestClaimOwner(t *testing.T) {
 		t.Errorf("an ExposedAPI with no Component is its own owner, got %q", claimOwner(alone))
 	}
 }
+
+func TestConflictHolder(t *testing.T) {
+	self := gateway.Claim{Namespace: "mine", Name: "api"}
+	tests := []struct {
+		holder gateway.Claim
+		want   string
+	}{
+		{gateway.Claim{Namespace: "mine", Name: "first"}, "mine/first"},
+		{gateway.Claim{Namespace: "victim", Name: "victim-api"}, "in another namespace"},
+		{gateway.Claim{Namespace: "mine-too", Name: "x"}, "in another namespace"},
+	}
+	for _, tt := range tests {
+		if got := conflictHolder(self, tt.holder); got != tt.want {
+			t.Errorf("conflictHolder(%s) = %q, want %q", tt.holder.ID(), got, tt.want)
+		}
+	}
+}

@@ -184,11 +184,24 @@ func (w *Watcher) exposureOf(obj *unstructured.Unstructured) (*workflows.Exposur
 		for i, r := range rivals {
 			claims[i] = ClaimOf(r)
 		}
-		if evictor, lost := gateway.Evictor(claimGateway, ClaimOf(obj), claims); lost {
-			e.ConflictsWith = evictor.ID()
+		self := ClaimOf(obj)
+		if evictor, lost := gateway.Evictor(claimGateway, self, claims); lost {
+			e.ConflictsWith = conflictHolder(self, evictor)
 		}
 	}
 	return e, nil
+}
+
+// conflictHolder is how a refused claim's status and Event name the claim
+// that keeps the path: by namespace/name within its own namespace, and
+// otherwise not at all, so that one tenant's refusal does not tell it
+// another tenant's namespace and API. The workflow writes "already exposed
+// by ExposedAPI <this>".
+func conflictHolder(self, holder gateway.Claim) string {
+	if holder.Namespace == self.Namespace {
+		return holder.ID()
+	}
+	return "in another namespace"
 }
 
 // claimGateway is the gateway whose routing decides path conflicts in the

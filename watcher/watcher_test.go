@@ -925,7 +925,7 @@ func TestWatcherPathConflicts(t *testing.T) {
 	newer.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Minute)))
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{older, newer}})
 	calls := h.sig.awaitCalls(t, 2)
-	assertOneLoser(t, calls, "ExposedAPI/ns2/newer", "ns1/older")
+	assertOneLoser(t, calls, "ExposedAPI/ns2/newer", "in another namespace")
 	h.idle()
 	// The older one goes: the newer one takes the path.
 	h.delete(oda.KindExposedAPI, "ns1", "older")
@@ -985,7 +985,7 @@ func TestWatcherPathPrefixTakeover(t *testing.T) {
 	calls := h.sig.await(t, "the hostile claim signalled", func(c []call) bool {
 		return slices.ContainsFunc(c[2:], func(x call) bool { return x.WorkflowID == "ExposedAPI/ns2/grab" })
 	})
-	assertOneLoser(t, calls[2:], "ExposedAPI/ns2/grab", "ns1/pc-api")
+	assertOneLoser(t, calls[2:], "ExposedAPI/ns2/grab", "in another namespace")
 	h.idle()
 	// The Component goes: the prefix is free and the hostile claim hears it.
 	n := len(h.sig.snapshot())
@@ -1010,7 +1010,7 @@ func TestWatcherStringPrefixHijack(t *testing.T) {
 	attacker := exposedAPI("attacker", "api", "", "/vic")
 	attacker.SetCreationTimestamp(metav1.NewTime(t0))
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
-	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/attacker/api", "victim/api")
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/attacker/api", "in another namespace")
 }
 
 // TestWatcherSameSecondClaimKeepsTheHolder: a claim on a held path made in
@@ -1026,7 +1026,7 @@ func TestWatcherSameSecondClaimKeepsTheHolder(t *testing.T) {
 	attacker.SetCreationTimestamp(metav1.NewTime(t0))
 	attacker.SetUID("aaa")
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
-	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/aaa/api", "victim/api")
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/aaa/api", "in another namespace")
 }
 
 // TestWatcherPathSiblingsRespectTheNamespaceFilter: an ExposedAPI in a

@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -113,7 +112,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 	if x.st.Exposure != nil {
 		exp = *x.st.Exposure
 	}
-	failure := exposureProblem(x.ns, r.st.Spec, exp)
+	failure := exposureProblem(r.st.Spec, exp)
 	api := gateway.API{Name: x.name, Namespace: x.ns, UID: r.st.UID, Labels: r.st.Labels, Spec: r.st.Spec}
 	// The gateway objects depend only on the spec: a readiness or address
 	// change needs a status write, not another apply.
@@ -183,10 +182,10 @@ func exposeFailure(err error) *oda.Failure {
 	return &oda.Failure{Reason: reason, Message: "could not expose the API: " + rootMessage(err)}
 }
 
-// exposureProblem is why an ExposedAPI in namespace ns cannot be exposed as
-// it stands (nil when it can): a spec the gateway cannot serve, or a path
-// prefix another ExposedAPI holds or claimed first.
-func exposureProblem(ns string, spec map[string]any, exp Exposure) *oda.Failure {
+// exposureProblem is why an ExposedAPI cannot be exposed as it stands (nil
+// when it can): a spec the gateway cannot serve, or a path prefix another
+// ExposedAPI claimed first.
+func exposureProblem(spec map[string]any, exp Exposure) *oda.Failure {
 	path, _ := spec["path"].(string)
 	if _, err := gateway.ParseSpec(spec); err != nil {
 		return &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: " + err.Error()}
@@ -197,19 +196,9 @@ func exposureProblem(ns string, spec map[string]any, exp Exposure) *oda.Failure 
 		return &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
 	}
 	if exp.ConflictsWith != "" {
-		return &oda.Failure{Reason: "PathConflict", Message: pathConflictMessage(ns, path, exp.ConflictsWith)}
+		return &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}
 	}
 	return nil
-}
-
-// pathConflictMessage explains a refused path. The status and Event go to
-// the refused API's namespace, whose tenant may not see the other's: an
-// ExposedAPI in another namespace stays unnamed.
-func pathConflictMessage(ns, path, holder string) string {
-	if strings.HasPrefix(holder, ns+"/") {
-		return fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, holder)
-	}
-	return fmt.Sprintf("path prefix %s overlaps a path claimed by another ExposedAPI; the gateway routes a request to one API only", path)
 }
 
 // exposurePhase is an ExposedAPI's phase, and whether it is Ready: Failed

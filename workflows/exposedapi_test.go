@@ -268,21 +268,6 @@ func TestExposurePhase(t *testing.T) {
 	}
 }
 
-func TestPathConflictMessage(t *testing.T) {
-	same := pathConflictMessage("mine", "/a", "mine/first")
-	if !strings.Contains(same, "ExposedAPI mine/first") {
-		t.Errorf("a conflict within the namespace names the holder: %q", same)
-	}
-	other := pathConflictMessage("mine", "/a", "victim-ns/victim-api")
-	if strings.Contains(other, "victim") || !strings.Contains(other, "another ExposedAPI") {
-		t.Errorf("a conflict with another namespace must not name it: %q", other)
-	}
-	// A namespace that is a prefix of another is not the same namespace.
-	if prefix := pathConflictMessage("mine", "/a", "mine-too/x"); strings.Contains(prefix, "mine-too") {
-		t.Errorf("namespace mine-too named in mine: %q", prefix)
-	}
-}
-
 func TestExposureProblem(t *testing.T) {
 	badPort := apiSpec("/a")
 	badPort["port"] = "not-a-port"
@@ -299,7 +284,7 @@ func TestExposureProblem(t *testing.T) {
 		{"invalid and taken: the spec first", badPort, Exposure{ConflictsWith: "other/first"}, "InvalidSpec"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := exposureProblem("mine", tc.spec, tc.exp)
+			got := exposureProblem(tc.spec, tc.exp)
 			reason := ""
 			if got != nil {
 				reason = got.Reason
