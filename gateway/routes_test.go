@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // TestLayerMatching checks each layer's patterns against the router's own
@@ -213,5 +216,68 @@ func TestEvictor(t *testing.T) {
 				t.Errorf("Evictor = %q, want %q", got, tt.evictor)
 			}
 		})
+	}
+}
+
+func TestSharedName(t *testing.T) {
+	long := strings.Repeat("a", 240)
+	tests := []struct {
+		name            string
+		namespace, api  string
+		want            string
+		otherNamespace  string
+		otherAPI        string
+		wantOtherDiffer bool
+	}{
+		{name: "namespace and name", namespace: "components", api: "r1-api", want: "apisix-api-route-components.r1-api"},
+		// Without the dot, these two would both be "…-a-b-c".
+		{name: "a namespace cannot spell another's", namespace: "a-b", api: "c", want: "apisix-api-route-a-b.c",
+			otherNamespace: "a", otherAPI: "b-c", wantOtherDiffer: true},
+		{name: "same API name, other tenant", namespace: "victim", api: "r1-api", want: "apisix-api-route-victim.r1-api",
+			otherNamespace: "attacker", otherAPI: "r1-api", wantOtherDiffer: true},
+		{name: "too long: cut, with a hash", namespace: "components", api: long,
+			otherNamespace: "components", otherAPI: long + "b", wantOtherDiffer: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := SharedName("apisix-api-route-", tt.namespace, tt.api)
+			if tt.want != "" && got != tt.want {
+				t.Errorf("SharedName = %q, want %q", got, tt.want)
+			}
+			if msgs := validation.IsDNS1123Subdomain(got); len(msgs) > 0 {
+				t.Errorf("SharedName = %q: %v", got, msgs)
+			}
+			if tt.otherAPI != "" {
+				other := SharedName("apisix-api-route-", tt.otherNamespace, tt.otherAPI)
+				if (other != got) != tt.wantOtherDiffer {
+					t.Errorf("SharedName for %s/%s = %q and for %s/%s = %q", tt.namespace, tt.api, got, tt.otherNamespace, tt.otherAPI, other)
+				}
+			}
+		})
+	}
+	// A cut that leaves a "." or "-" before the hash still gives a valid name.
+	for n := 200; n < 260; n++ {
+		name := strings.Repeat("a.", n)[:n] + "b"
+		if got := SharedName("combined-apisixpluginconfig-", "ns", name); len(validation.IsDNS1123Subdomain(got)) > 0 {
+			t.Errorf("SharedName(%q) = %q: invalid", name, got)
+		}
+	}
+}
+
+func TestOwns(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        bool
+	}{
+		{"written for this API", map[string]string{AnnotationExposedAPI: "victim/api"}, true},
+		{"written for another API", map[string]string{AnnotationExposedAPI: "attacker/api"}, false},
+		{"no annotation: no one odaflow knows", nil, false},
+		{"same name, other namespace", map[string]string{AnnotationExposedAPI: "victim2/api"}, false},
+	}
+	for _, tt := range tests {
+		if got := Owns(tt.annotations, "victim", "api"); got != tt.want {
+			t.Errorf("%s: Owns = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
