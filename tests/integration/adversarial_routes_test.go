@@ -25,6 +25,18 @@ import (
 // routeImpl is the implementation Service behind every API here.
 const routeImpl = "route-svc"
 
+// routeTenants makes the victim and the attacker, each a user named after
+// its one namespace, with routeImpl ready there (and, with istio, the
+// Istio ingress addressed: readyNamespace).
+func routeTenants(t *testing.T, istio bool, victimNS, attackerNS string) (victim, attacker tenant) {
+	t.Helper()
+	victim = newTenant(t, victimNS, istio, victimNS)
+	attacker = newTenant(t, attackerNS, istio, attackerNS)
+	setEndpoints(t, victimNS, routeImpl, true)
+	setEndpoints(t, attackerNS, routeImpl, true)
+	return victim, attacker
+}
+
 func routeAPI(ns, name, path string) *unstructured.Unstructured {
 	return child(oda.KindExposedAPI, ns, name, map[string]any{
 		"name": name, "apiType": "openapi", "implementation": routeImpl, "path": path, "port": int64(8080),
@@ -109,10 +121,7 @@ func assertVictimKept(t *testing.T, ns, name string, before routeSnapshot) {
 // refused and the victim's VirtualService and url stay as they were.
 func TestAttackRouteStringPrefixHijack(t *testing.T) {
 	const victimNS, attackerNS = "it-route-victim", "it-route-attacker"
-	victim := newTenant(t, "it-route-victim", true, victimNS)
-	attacker := newTenant(t, "it-route-attacker", true, attackerNS)
-	setEndpoints(t, victimNS, routeImpl, true)
-	setEndpoints(t, attackerNS, routeImpl, true)
+	victim, attacker := routeTenants(t, true, victimNS, attackerNS)
 
 	victim.Create(t, oda.KindExposedAPI, routeAPI(victimNS, "api", "/it-route-victim/tmf-api/v4"))
 	waitExposed(t, victimNS, "api", true, true)
@@ -130,10 +139,7 @@ func TestAttackRouteStringPrefixHijack(t *testing.T) {
 // would win; the victim holds the path and keeps it.
 func TestAttackRouteSameSecondTakeover(t *testing.T) {
 	const victimNS, attackerNS = "it-route-holder", "it-route-aaa"
-	victim := newTenant(t, "it-route-holder", true, victimNS)
-	attacker := newTenant(t, "it-route-aaa", true, attackerNS)
-	setEndpoints(t, victimNS, routeImpl, true)
-	setEndpoints(t, attackerNS, routeImpl, true)
+	victim, attacker := routeTenants(t, true, victimNS, attackerNS)
 	// The path does not spell the victim's namespace, so that the refusal
 	// (which repeats the attacker's own path) can be checked for it.
 	const victimPath = "/holder-api/tmf-api/v4"
@@ -197,10 +203,7 @@ func TestAttackSharedObjectsApisix(t *testing.T) {
 func runSharedObjectsAttack(t *testing.T, c sharedCase) {
 	gs := startGatewayStack(t, c.gateway, c.ip)
 	victimNS, attackerNS := gs.nsPrefix+"victim", gs.nsPrefix+"attacker"
-	victim := newTenant(t, victimNS, false, victimNS)
-	attacker := newTenant(t, attackerNS, false, attackerNS)
-	setEndpoints(t, victimNS, routeImpl, true)
-	setEndpoints(t, attackerNS, routeImpl, true)
+	victim, attacker := routeTenants(t, false, victimNS, attackerNS)
 	const api = "r1-api" // the same release in both namespaces
 
 	protected := routeAPI(victimNS, api, "/"+victimNS+"/api")
