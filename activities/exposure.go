@@ -147,7 +147,7 @@ type ExposeResult struct {
 func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, error) {
 	res := ExposeResult{Applied: in.Applied}
 	if in.Remove {
-		if err := e.deleteObjects(ctx, in.Applied, nil); err != nil {
+		if err := e.deleteObjects(ctx, in.API.Namespace, in.API.Name, in.Applied, nil); err != nil {
 			return res, err
 		}
 		if e.Kong != nil {
@@ -162,7 +162,11 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 	if err != nil {
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeInvalid, err)
 	}
-	if !in.SkipApply {
+	// Objects applied in a shared namespace under a name odaflow no longer
+	// gives them (before v0.2.0 they were named after the ExposedAPI alone)
+	// are re-applied under the current names, and the old ones deleted,
+	// even when the spec is unchanged.
+	if !in.SkipApply || e.staleShared(in.API, in.Applied) {
 		if e.Config.Gateway == gateway.GatewayKongAdmin {
 			v, err := e.exposeKongAdmin(ctx, in.API)
 			if err != nil {
@@ -218,6 +222,15 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 		if err != nil {
 			return nil, "", err
 		}
+		if !o.Owned {
+			version, err := sharedVersion(ctx, ri, u, api)
+			if err != nil {
+				return nil, "", err
+			}
+			// The apply is refused (Conflict, retried) if the object
+			// changed since its owner was checked.
+			u.SetResourceVersion(version)
+		}
 		body, err := json.Marshal(u.Object)
 		if err != nil {
 			return nil, "", fmt.Errorf("encode %s %s: %w", u.GetKind(), u.GetName(), err)
@@ -240,10 +253,47 @@ func (e *Exposure) apply(ctx context.Context, api gateway.API, spec gateway.Spec
 	for _, r := range applied {
 		keep[r.key()] = true
 	}
-	if err := e.deleteObjects(ctx, previous, keep); err != nil {
+	if err := e.deleteObjects(ctx, api.Namespace, api.Name, previous, keep); err != nil {
 		return nil, "", err
 	}
 	return applied, version, nil
+}
+
+// sharedVersion checks an object about to be applied in a shared namespace
+// (one the ExposedAPI cannot own): absent, or written for this API
+// (gateway.Owns). It answers the object's resourceVersion ("" when absent)
+// to make the apply conditional on it. Anything else there belongs to
+// another tenant's API or to no one odaflow knows: it is not overwritten.
+func sharedVersion(ctx context.Context, ri dynamic.ResourceInterface, u *unstructured.Unstructured, api gateway.API) (string, error) {
+	what := fmt.Sprintf("%s %s/%s", u.GetKind(), u.GetNamespace(), u.GetName())
+	cur, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", kubeError("get "+what, err)
+	}
+	if !gateway.Owns(cur.GetAnnotations(), api.Namespace, api.Name) {
+		// Retried with backoff by the workflow: the object may go.
+		return "", temporal.NewNonRetryableApplicationError(
+			what+" exists and was not written for this ExposedAPI; odaflow does not overwrite it", ErrTypeInvalid, nil)
+	}
+	return cur.GetResourceVersion(), nil
+}
+
+// staleShared reports whether applied holds an object in a shared namespace
+// (not owned) that the gateway would not name so today.
+func (e *Exposure) staleShared(api gateway.API, applied []ObjectRef) bool {
+	current := map[string]bool{}
+	for _, r := range gateway.Managed(e.Config, api) {
+		current[ObjectRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.key()] = true
+	}
+	for _, r := range applied {
+		if !r.Owned && !current[r.key()] {
+			return true
+		}
+	}
+	return false
 }
 
 // exposeKongAdmin publishes the API through Kong's Admin API. The
@@ -270,7 +320,13 @@ func (e *Exposure) ensureFinalizer(ctx context.Context, api gateway.API) (string
 	return e.Kube.applyFinalizer(ctx, EnsureFinalizerInput{Ref: oda.Ref{Kind: oda.KindExposedAPI.Name, Namespace: api.Namespace, Name: api.Name}, UID: api.UID})
 }
 
-func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map[string]bool) error {
+// deleteObjects deletes the objects of refs not in keep that odaflow
+// applied for ExposedAPI namespace/name. One in the API's own namespace
+// goes only if it is still the object applied (its uid). One in a shared
+// namespace goes only if it also still says it was written for this API
+// (gateway.Owns), and has not changed since that was read: odaflow never
+// deletes another tenant's object, even one under a name it once used.
+func (e *Exposure) deleteObjects(ctx context.Context, namespace, name string, refs []ObjectRef, keep map[string]bool) error {
 	for _, r := range refs {
 		if keep[r.key()] {
 			continue
@@ -279,14 +335,36 @@ func (e *Exposure) deleteObjects(ctx context.Context, refs []ObjectRef, keep map
 		if err != nil {
 			return err
 		}
-		opts := metav1.DeleteOptions{}
+		what := fmt.Sprintf("%s %s/%s", r.Kind, r.Namespace, r.Name)
+		pre := metav1.Preconditions{}
 		if r.UID != "" {
 			uid := types.UID(r.UID)
-			opts.Preconditions = &metav1.Preconditions{UID: &uid}
+			pre.UID = &uid
 		}
-		err = ri.Delete(ctx, r.Name, opts)
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return kubeError(fmt.Sprintf("delete %s %s/%s", r.Kind, r.Namespace, r.Name), err)
+		if !r.Owned {
+			cur, err := ri.Get(ctx, r.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return kubeError("get "+what, err)
+			}
+			if (r.UID != "" && string(cur.GetUID()) != r.UID) || !gateway.Owns(cur.GetAnnotations(), namespace, name) {
+				continue // not the object applied, or not this API's
+			}
+			version := cur.GetResourceVersion()
+			pre.ResourceVersion = &version
+		}
+		err = ri.Delete(ctx, r.Name, metav1.DeleteOptions{Preconditions: &pre})
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err) && pre.ResourceVersion != nil:
+			// Changed since its owner was read: read it again.
+			return fmt.Errorf("delete %s: changed while being deleted: %w", what, err)
+		case apierrors.IsConflict(err):
+			// Another uid: not the object odaflow applied.
+		default:
+			return kubeError("delete "+what, err)
 		}
 	}
 	return nil
@@ -314,7 +392,7 @@ func (e *Exposure) Unexpose(ctx context.Context, in UnexposeInput) error {
 			unowned = append(unowned, r)
 		}
 	}
-	return e.deleteObjects(ctx, unowned, nil)
+	return e.deleteObjects(ctx, in.Ref.Namespace, in.Ref.Name, unowned, nil)
 }
 
 // gatewayResources maps the gateway kinds odaflow writes to their resources;

@@ -12,10 +12,13 @@ const apisixAPIVersion = "apisix.apache.org/v2"
 // Canvas's default).
 const DefaultApisixRate = 5
 
-// Names of the APISIX children of an ExposedAPI (§1.8).
-func ApisixRouteName(exposedAPI string) string { return "apisix-api-route-" + exposedAPI }
-func ApisixPluginConfigName(exposedAPI string) string {
-	return "combined-apisixpluginconfig-" + exposedAPI
+// Names of the APISIX children of an ExposedAPI (§1.8), with its namespace:
+// they live in the shared ApisixNamespace (SharedName).
+func ApisixRouteName(namespace, exposedAPI string) string {
+	return SharedName("apisix-api-route-", namespace, exposedAPI)
+}
+func ApisixPluginConfigName(namespace, exposedAPI string) string {
+	return SharedName("combined-apisixpluginconfig-", namespace, exposedAPI)
 }
 
 // apisix builds the APISIX objects of an ExposedAPI (§2.2.3): the
@@ -24,12 +27,12 @@ func ApisixPluginConfigName(exposedAPI string) string {
 // ApisixRoute must sit with its backend Service), so they are owned only when
 // that is the ExposedAPI's own namespace. The plugin config is applied even
 // without plugins, as the Canvas did, so that the route's reference always
-// resolves. Names follow the ExposedAPI name as for Kong (see builder.kong).
+// resolves. Names follow the ExposedAPI's namespace and name (SharedName).
 func (b builder) apisix() []Object {
-	name := b.api.Name
 	ns := b.cfg.ApisixNamespace
+	configName := ApisixPluginConfigName(b.api.Namespace, b.api.Name)
 
-	config := b.object(apisixAPIVersion, "ApisixPluginConfig", ns, ApisixPluginConfigName(name), nil)
+	config := b.object(apisixAPIVersion, "ApisixPluginConfig", ns, configName, nil)
 	config.Object["spec"] = map[string]any{"plugins": apisixPlugins(b.spec.Policies)}
 
 	base := strings.TrimSuffix(b.spec.Path, "/")
@@ -37,7 +40,7 @@ func (b builder) apisix() []Object {
 		"name":               "http-all",
 		"match":              map[string]any{"paths": []any{b.spec.Path, base + "/*"}},
 		"backends":           []any{map[string]any{"serviceName": b.cfg.BackendService, "servicePort": int64(b.cfg.BackendPort)}},
-		"plugin_config_name": ApisixPluginConfigName(name),
+		"plugin_config_name": configName,
 	}
 	if IsLongLived(b.spec.APIType) {
 		http["timeout"] = map[string]any{
@@ -46,7 +49,7 @@ func (b builder) apisix() []Object {
 			"send":    apisixSeconds(b.cfg.WriteTimeout),
 		}
 	}
-	route := b.object(apisixAPIVersion, "ApisixRoute", ns, ApisixRouteName(name), nil)
+	route := b.object(apisixAPIVersion, "ApisixRoute", ns, ApisixRouteName(b.api.Namespace, b.api.Name), nil)
 	route.Object["spec"] = map[string]any{"http": []any{http}}
 	return []Object{config, route}
 }

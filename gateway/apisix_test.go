@@ -15,7 +15,7 @@ func TestDesiredApisixExample(t *testing.T) {
 		{Object: map[string]any{
 			"apiVersion": "apisix.apache.org/v2",
 			"kind":       "ApisixPluginConfig",
-			"metadata":   unowned(exampleName, "istio-ingress", "combined-apisixpluginconfig-"+exampleName),
+			"metadata":   unowned(exampleName, "istio-ingress", "combined-apisixpluginconfig-"+exampleNS+"."+exampleName),
 			"spec": map[string]any{"plugins": []any{
 				map[string]any{"name": "limit-req", "enable": true, "config": map[string]any{
 					"rate": int64(100), "burst": int64(0), "key": "remote_addr", "nodelay": true,
@@ -40,12 +40,12 @@ func TestDesiredApisixExample(t *testing.T) {
 		{Object: map[string]any{
 			"apiVersion": "apisix.apache.org/v2",
 			"kind":       "ApisixRoute",
-			"metadata":   unowned(exampleName, "istio-ingress", "apisix-api-route-"+exampleName),
+			"metadata":   unowned(exampleName, "istio-ingress", "apisix-api-route-"+exampleNS+"."+exampleName),
 			"spec": map[string]any{"http": []any{map[string]any{
 				"name":               "http-all",
 				"match":              map[string]any{"paths": []any{examplePath, examplePath + "/*"}},
 				"backends":           []any{map[string]any{"serviceName": "istio-ingress", "servicePort": int64(80)}},
-				"plugin_config_name": "combined-apisixpluginconfig-" + exampleName,
+				"plugin_config_name": "combined-apisixpluginconfig-" + exampleNS + "." + exampleName,
 			}}},
 		}},
 	}
@@ -54,15 +54,17 @@ func TestDesiredApisixExample(t *testing.T) {
 	}
 }
 
-// TestDesiredApisixUC015Names: the names UC015-F001/F003 look for in
-// istio-ingress (§4.6), also without any policy.
+// TestDesiredApisixUC015Names: UC015-F001/F003 look in istio-ingress for
+// "apisix-api-route-<name>" and "combined-apisixpluginconfig-<name>" (§4.6);
+// odaflow puts the ExposedAPI's namespace after the prefix (SharedName),
+// since istio-ingress is shared by every tenant. Also without any policy.
 func TestDesiredApisixUC015Names(t *testing.T) {
 	api, spec := apiNamed(t, uc015Name, nil)
 	got := desired(t, Config{Gateway: GatewayApisix}, api, spec)
 	want := []string{
 		"VirtualService components/" + uc015Name,
-		"ApisixPluginConfig istio-ingress/combined-apisixpluginconfig-" + uc015Name,
-		"ApisixRoute istio-ingress/apisix-api-route-" + uc015Name,
+		"ApisixPluginConfig istio-ingress/combined-apisixpluginconfig-components." + uc015Name,
+		"ApisixRoute istio-ingress/apisix-api-route-components." + uc015Name,
 	}
 	if diff := cmp.Diff(want, ids(got)); diff != "" {
 		t.Errorf("objects (-want +got):\n%s", diff)
@@ -134,7 +136,7 @@ func TestDesiredApisixPolicies(t *testing.T) {
 				}
 			})
 			got := desired(t, Config{Gateway: GatewayApisix}, api, spec)
-			plugins := find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-x").Object["spec"].(map[string]any)["plugins"]
+			plugins := find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-components.x").Object["spec"].(map[string]any)["plugins"]
 			if diff := cmp.Diff(tc.want, plugins); diff != "" {
 				t.Errorf("plugins (-want +got):\n%s", diff)
 			}
@@ -155,7 +157,7 @@ func TestDesiredApisixRoute(t *testing.T) {
 			want: map[string]any{
 				"name": "http-all", "match": map[string]any{"paths": []any{"/a", "/a/*"}},
 				"backends":           []any{map[string]any{"serviceName": "istio-ingress", "servicePort": int64(80)}},
-				"plugin_config_name": "combined-apisixpluginconfig-x",
+				"plugin_config_name": "combined-apisixpluginconfig-components.x",
 				"timeout":            map[string]any{"connect": "60s", "read": "900s", "send": "900s"},
 			},
 		},
@@ -164,7 +166,7 @@ func TestDesiredApisixRoute(t *testing.T) {
 			want: map[string]any{
 				"name": "http-all", "match": map[string]any{"paths": []any{"/a/", "/a/*"}},
 				"backends":           []any{map[string]any{"serviceName": "istio-ingress", "servicePort": int64(80)}},
-				"plugin_config_name": "combined-apisixpluginconfig-x",
+				"plugin_config_name": "combined-apisixpluginconfig-components.x",
 				"timeout":            map[string]any{"connect": "2s", "read": "1s", "send": "60s"},
 			},
 		},
@@ -173,7 +175,7 @@ func TestDesiredApisixRoute(t *testing.T) {
 			want: map[string]any{
 				"name": "http-all", "match": map[string]any{"paths": []any{"/", "/*"}},
 				"backends":           []any{map[string]any{"serviceName": "gw", "servicePort": int64(9080)}},
-				"plugin_config_name": "combined-apisixpluginconfig-x",
+				"plugin_config_name": "combined-apisixpluginconfig-components.x",
 			},
 			owned: true,
 		},
@@ -182,7 +184,7 @@ func TestDesiredApisixRoute(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			api, spec := apiNamed(t, "x", func(s map[string]any) { s["apiType"], s["path"] = tc.apiType, tc.path })
 			got := desired(t, tc.cfg, api, spec)
-			route := find(t, got, "ApisixRoute", "apisix-api-route-x")
+			route := find(t, got, "ApisixRoute", "apisix-api-route-components.x")
 			if diff := cmp.Diff([]any{tc.want}, route.Object["spec"].(map[string]any)["http"]); diff != "" {
 				t.Errorf("http (-want +got):\n%s", diff)
 			}
@@ -215,18 +217,18 @@ func TestWithTemplateApisix(t *testing.T) {
 	}
 	checkUnstructured(t, got)
 	var names []any
-	for _, p := range find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-x").Object["spec"].(map[string]any)["plugins"].([]any) {
+	for _, p := range find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-components.x").Object["spec"].(map[string]any)["plugins"].([]any) {
 		names = append(names, p.(map[string]any)["name"])
 	}
 	// Template plugins first; the spec's own CORS wins over the template's.
 	if diff := cmp.Diff([]any{"ip-restriction", "cors"}, names); diff != "" {
 		t.Errorf("plugins (-want +got):\n%s", diff)
 	}
-	cors := find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-x").Object["spec"].(map[string]any)["plugins"].([]any)[1]
+	cors := find(t, got, "ApisixPluginConfig", "combined-apisixpluginconfig-components.x").Object["spec"].(map[string]any)["plugins"].([]any)[1]
 	if _, fromTemplate := cors.(map[string]any)["config"].(map[string]any)["allow_origins"]; fromTemplate {
 		t.Errorf("the template's cors replaced the spec's: %v", cors)
 	}
-	if n := len(find(t, objs, "ApisixPluginConfig", "combined-apisixpluginconfig-x").Object["spec"].(map[string]any)["plugins"].([]any)); n != 1 {
+	if n := len(find(t, objs, "ApisixPluginConfig", "combined-apisixpluginconfig-components.x").Object["spec"].(map[string]any)["plugins"].([]any)); n != 1 {
 		t.Errorf("input changed: %d plugins", n)
 	}
 

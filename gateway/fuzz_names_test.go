@@ -16,7 +16,9 @@ import (
 // must be a valid Kubernetes name, distinct within its kind. Otherwise a
 // Component would look fine and its API would fail later at the gateway.
 // testdata/fuzz keeps the input that found a 240-character API name passing
-// the Component rules and failing every gateway.
+// the Component rules and failing every gateway. The same API in two
+// tenants' namespaces must get distinct objects in the shared namespaces
+// (SharedName): one tenant must never write or delete the other's.
 func FuzzGatewayObjectNames(f *testing.F) {
 	f.Add("ctk-productcatalogmanagement", "productcatalogmanagement", "v4.0.0", "/ctk/tmf-api/productCatalogManagement/v4")
 	f.Add("r1", "metrics", "", "/metrics")
@@ -46,22 +48,25 @@ func FuzzGatewayObjectNames(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the Component accepted ExposedAPI %q but the gateway refuses its spec: %v", child.Name, err)
 		}
-		a := API{Name: child.Name, Namespace: "components", UID: "uid", Labels: map[string]string{oda.LabelComponentName: component}, Spec: child.Spec}
 		for _, gw := range []string{GatewayIstio, GatewayKong, GatewayApisix} {
-			objs, err := Desired(Config{Gateway: gw}.WithDefaults(), a, parsed)
-			if err != nil {
-				t.Fatalf("the Component accepted ExposedAPI %q but gateway %s refuses it: %v", child.Name, gw, err)
-			}
-			seen := map[string]bool{}
-			for _, o := range objs {
-				if msgs := validation.IsDNS1123Subdomain(o.Name()); len(msgs) > 0 {
-					t.Fatalf("%s %s name %q: %v", gw, o.Kind(), o.Name(), msgs)
+			seen := map[string]string{}
+			// Two tenants with the same Component and API names.
+			for _, ns := range []string{"components", "components-" + strings.SplitN(child.Name, "-", 2)[0]} {
+				a := API{Name: child.Name, Namespace: ns, UID: "uid", Labels: map[string]string{oda.LabelComponentName: component}, Spec: child.Spec}
+				objs, err := Desired(Config{Gateway: gw}.WithDefaults(), a, parsed)
+				if err != nil {
+					t.Fatalf("the Component accepted ExposedAPI %q but gateway %s refuses it: %v", child.Name, gw, err)
 				}
-				key := o.Kind() + "/" + o.Namespace() + "/" + o.Name()
-				if seen[key] {
-					t.Fatalf("%s: two objects %s", gw, key)
+				for _, o := range objs {
+					if msgs := validation.IsDNS1123Subdomain(o.Name()); len(msgs) > 0 {
+						t.Fatalf("%s %s name %q: %v", gw, o.Kind(), o.Name(), msgs)
+					}
+					key := o.Kind() + "/" + o.Namespace() + "/" + o.Name()
+					if prev, dup := seen[key]; dup {
+						t.Fatalf("%s: two objects %s (for namespaces %s and %s)", gw, key, prev, ns)
+					}
+					seen[key] = ns
 				}
-				seen[key] = true
 			}
 		}
 	})

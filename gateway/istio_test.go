@@ -158,7 +158,7 @@ func TestDesiredErrors(t *testing.T) {
 		"API without uid":      {Config{Gateway: GatewayIstio}, API{Name: "x", Namespace: "n"}, spec, "gateway: ExposedAPI uid required"},
 		"empty spec":           {Config{Gateway: GatewayKong}, api, Spec{}, "gateway: spec.implementation, spec.path, spec.port required"},
 		"child name too long": {Config{Gateway: GatewayKong}, API{Name: string(long), Namespace: "n", UID: "u"}, spec,
-			`gateway: ReferenceGrant name "kong-ref-grant-` + string(long) + `": must be no more than 253 characters`},
+			`gateway: HTTPRoute name "kong-api-route-` + string(long) + `": must be no more than 253 characters`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -29,9 +29,13 @@ const (
 	AnnotationKongWriteTimeout   = "konghq.com/write-timeout"
 )
 
-// Names of the Kong children of an ExposedAPI (§1.8).
-func HTTPRouteName(exposedAPI string) string      { return "kong-api-route-" + exposedAPI }
-func ReferenceGrantName(exposedAPI string) string { return "kong-ref-grant-" + exposedAPI }
+// Names of the Kong children of an ExposedAPI (§1.8). The ReferenceGrant
+// lives in the shared BackendNamespace, so its name carries the
+// ExposedAPI's namespace too (SharedName).
+func HTTPRouteName(exposedAPI string) string { return "kong-api-route-" + exposedAPI }
+func ReferenceGrantName(namespace, exposedAPI string) string {
+	return SharedName("kong-ref-grant-", namespace, exposedAPI)
+}
 func RateLimitPluginName(exposedAPI string) string {
 	return "rate-limit-" + exposedAPI
 }
@@ -59,7 +63,7 @@ func (b builder) kong() ([]Object, error) {
 	name := b.api.Name
 	var objs []Object
 
-	grant := b.object(referenceGrantAPIVersion, "ReferenceGrant", b.cfg.BackendNamespace, ReferenceGrantName(name), nil)
+	grant := b.object(referenceGrantAPIVersion, "ReferenceGrant", b.cfg.BackendNamespace, ReferenceGrantName(b.api.Namespace, name), nil)
 	grant.Object["spec"] = map[string]any{
 		"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": b.api.Namespace}},
 		"to":   []any{map[string]any{"group": "", "kind": "Service", "name": b.cfg.BackendService}},

@@ -28,7 +28,7 @@ func TestDesiredKongExample(t *testing.T) {
 		{Owned: false, Object: map[string]any{
 			"apiVersion": "gateway.networking.k8s.io/v1beta1",
 			"kind":       "ReferenceGrant",
-			"metadata":   unowned(exampleName, "istio-ingress", "kong-ref-grant-"+exampleName),
+			"metadata":   unowned(exampleName, "istio-ingress", "kong-ref-grant-"+exampleNS+"."+exampleName),
 			"spec": map[string]any{
 				"from": []any{map[string]any{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "components"}},
 				"to":   []any{map[string]any{"group": "", "kind": "Service", "name": "istio-ingress"}},
@@ -86,7 +86,7 @@ func TestDesiredKongUC015Names(t *testing.T) {
 			got := desired(t, Config{Gateway: GatewayKong}, api, spec)
 			want := []string{
 				"VirtualService components/" + name,
-				"ReferenceGrant istio-ingress/kong-ref-grant-" + name,
+				"ReferenceGrant istio-ingress/kong-ref-grant-components." + name, // shared: with its namespace
 				"KongPlugin components/rate-limit-" + name,
 				"KongPlugin components/apiauthentication-" + name,
 				"HTTPRoute components/kong-api-route-" + name,
@@ -266,7 +266,7 @@ func TestDesiredKongConfig(t *testing.T) {
 		t.Errorf("HTTPRoute (-want +got):\n%s", diff)
 	}
 	// The backend is in the ExposedAPI's namespace: the grant can be owned.
-	grant := find(t, got, "ReferenceGrant", "kong-ref-grant-x")
+	grant := find(t, got, "ReferenceGrant", "kong-ref-grant-components.x")
 	if !grant.Owned || grant.Object["metadata"].(map[string]any)["ownerReferences"] == nil {
 		t.Errorf("same-namespace ReferenceGrant not owned: %v", grant)
 	}
@@ -317,7 +317,7 @@ func TestWithTemplateKong(t *testing.T) {
 	checkUnstructured(t, got)
 	if diff := cmp.Diff([]string{
 		"VirtualService components/x",
-		"ReferenceGrant istio-ingress/kong-ref-grant-x",
+		"ReferenceGrant istio-ingress/kong-ref-grant-components.x",
 		"KongPlugin components/rate-limit-x",
 		"KongPlugin components/request-size",
 		"HTTPRoute components/kong-api-route-x",

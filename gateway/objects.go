@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -16,8 +18,38 @@ const (
 // AnnotationExposedAPI is set on the gateway objects that cannot be owned by
 // their ExposedAPI (those in another namespace, such as the ReferenceGrant
 // and the APISIX objects), as "<namespace>/<name>", so that an operator can
-// tell whose they are and delete them with it.
+// tell whose they are, and odaflow overwrites or deletes only the objects
+// written for the API at hand (Owns).
 const AnnotationExposedAPI = "odaflow.oda.tmforum.org/exposedapi"
+
+// SharedName names an object odaflow writes for ExposedAPI namespace/name
+// into a namespace it shares with other tenants' objects (the Kong backend
+// namespace, APISIX's): "<prefix><namespace>.<name>". Named after the
+// ExposedAPI alone, two tenants' APIs of one name would be one object,
+// each apply overwriting the other's route, grant and plugins, and one
+// deletion removing both. A namespace has no dot, so the first dot after
+// the prefix ends it and no two APIs share a name. A name longer than a
+// Kubernetes object name allows (253) is cut and ends with a hash of
+// namespace/name instead, so it stays distinct.
+func SharedName(prefix, namespace, name string) string {
+	n := prefix + namespace + "." + name
+	if len(n) <= validation.DNS1123SubdomainMaxLength {
+		return n
+	}
+	sum := sha256.Sum256([]byte(namespace + "/" + name))
+	h := hex.EncodeToString(sum[:])[:16]
+	// A label may not end in "-" or ".": trim what the cut left there.
+	head := strings.TrimRight(n[:validation.DNS1123SubdomainMaxLength-len(h)-1], "-.")
+	return head + "-" + h
+}
+
+// Owns reports whether annotations mark an object in a shared namespace as
+// written for ExposedAPI namespace/name. odaflow overwrites and deletes
+// only those: anything else there belongs to another API, or to no one
+// odaflow knows.
+func Owns(annotations map[string]string, namespace, name string) bool {
+	return annotations[AnnotationExposedAPI] == namespace+"/"+name
+}
 
 // Object is one object to apply, and whether it can be owned by the
 // ExposedAPI (only when it lives in the ExposedAPI's namespace:
@@ -102,7 +134,7 @@ func Managed(cfg Config, api API) []Ref {
 	switch cfg.Gateway {
 	case GatewayKong:
 		refs = append(refs,
-			ref(referenceGrantAPIVersion, "ReferenceGrant", cfg.BackendNamespace, ReferenceGrantName(api.Name)),
+			ref(referenceGrantAPIVersion, "ReferenceGrant", cfg.BackendNamespace, ReferenceGrantName(api.Namespace, api.Name)),
 			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, RateLimitPluginName(api.Name)),
 			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, APIAuthenticationPluginName(api.Name)),
 			ref(kongPluginAPIVersion, "KongPlugin", api.Namespace, CORSPluginName(api.Name)),
@@ -110,8 +142,8 @@ func Managed(cfg Config, api API) []Ref {
 		)
 	case GatewayApisix:
 		refs = append(refs,
-			ref(apisixAPIVersion, "ApisixPluginConfig", cfg.ApisixNamespace, ApisixPluginConfigName(api.Name)),
-			ref(apisixAPIVersion, "ApisixRoute", cfg.ApisixNamespace, ApisixRouteName(api.Name)),
+			ref(apisixAPIVersion, "ApisixPluginConfig", cfg.ApisixNamespace, ApisixPluginConfigName(api.Namespace, api.Name)),
+			ref(apisixAPIVersion, "ApisixRoute", cfg.ApisixNamespace, ApisixRouteName(api.Namespace, api.Name)),
 		)
 	}
 	return refs

@@ -669,38 +669,47 @@ func TestIngressOf(t *testing.T) {
 
 func TestConflictWinner(t *testing.T) {
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	claim := func(ns, name string, created time.Time, deleting bool) *unstructured.Unstructured {
-		u := &unstructured.Unstructured{Object: map[string]any{}}
+	claim := func(ns, name, uid string, created time.Time, held, deleting bool) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"path": "/p"}}}
 		u.SetNamespace(ns)
 		u.SetName(name)
+		u.SetUID(types.UID(uid))
 		u.SetCreationTimestamp(metav1.NewTime(created))
+		if held {
+			u.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/p"}}
+		}
 		if deleting {
 			d := metav1.NewTime(created.Add(time.Hour))
 			u.SetDeletionTimestamp(&d)
 		}
 		return u
 	}
+	heldElsewhere := claim("victim", "moved", "0", t0, false, false)
+	heldElsewhere.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/other"}}
 	tests := []struct {
 		name   string
 		claims []*unstructured.Unstructured
 		want   string
 	}{
 		{"no claims", nil, ""},
-		{"one claim", []*unstructured.Unstructured{claim("a", "x", t0, false)}, "a/x"},
+		{"one claim", []*unstructured.Unstructured{claim("a", "x", "1", t0, false, false)}, "a/x"},
 		{"the older wins", []*unstructured.Unstructured{
-			claim("a", "new", t0.Add(time.Second), false), claim("z", "old", t0, false),
+			claim("a", "new", "1", t0.Add(time.Second), false, false), claim("z", "old", "2", t0, false, false),
 		}, "z/old"},
-		{"a tie goes by namespace/name", []*unstructured.Unstructured{
-			claim("b", "a", t0, false), claim("a", "z", t0, false), claim("a", "y", t0, false),
-		}, "a/y"},
-		{"namespace before name", []*unstructured.Unstructured{
-			claim("ns-b", "a", t0, false), claim("ns-a", "b", t0, false),
-		}, "ns-a/b"},
+		{"a tie goes by uid, not by namespace/name", []*unstructured.Unstructured{
+			claim("a", "a", "c", t0, false, false), claim("b", "z", "a", t0, false, false), claim("a", "y", "b", t0, false, false),
+		}, "b/z"},
+		{"the claim holding the path keeps it against a same-second one", []*unstructured.Unstructured{
+			claim("victim", "api", "z", t0, true, false), claim("aaa", "api", "a", t0, false, false),
+		}, "victim/api"},
+		{"status for another path holds nothing", []*unstructured.Unstructured{
+			heldElsewhere, claim("victim", "api", "z", t0.Add(time.Hour), true, false),
+		}, "victim/api"},
 		{"a deleting claim is ignored even if older", []*unstructured.Unstructured{
-			claim("a", "leaving", t0, true), claim("b", "staying", t0.Add(time.Minute), false),
+			claim("a", "leaving", "1", t0, true, true), claim("b", "staying", "2", t0.Add(time.Minute), false, false),
 		}, "b/staying"},
 		{"only deleting claims", []*unstructured.Unstructured{
-			claim("a", "x", t0, true), claim("b", "y", t0, true),
+			claim("a", "x", "1", t0, false, true), claim("b", "y", "2", t0, false, true),
 		}, ""},
 	}
 	for _, tt := range tests {
@@ -760,56 +769,26 @@ func TestInComponentTree(t *testing.T) {
 	}
 }
 
-func TestPathKeyAndAncestors(t *testing.T) {
+func TestPathKeyAndPrefixes(t *testing.T) {
 	tests := []struct {
 		path, key string
-		ancestors []string
+		prefixes  []string
 	}{
 		{"", "", nil},
 		{"/", "/", nil},
 		{"//", "/", nil},
 		{"/a", "/a", []string{"/"}},
 		{"/a/", "/a", []string{"/"}},
-		{"/a/b/c", "/a/b/c", []string{"/a/b", "/a", "/"}},
-		{"/r1-pc/tmf-api/productCatalogManagement/v4/", "/r1-pc/tmf-api/productCatalogManagement/v4",
-			[]string{"/r1-pc/tmf-api/productCatalogManagement", "/r1-pc/tmf-api", "/r1-pc", "/"}},
+		{"/vic", "/vic", []string{"/vi", "/v", "/"}},
+		{"/a/b", "/a/b", []string{"/a/", "/a", "/"}},
 	}
 	for _, tt := range tests {
-		if got := pathKey(tt.path); got != tt.key {
-			t.Errorf("pathKey(%q) = %q, want %q", tt.path, got, tt.key)
+		if got := gateway.PathKey(tt.path); got != tt.key {
+			t.Errorf("PathKey(%q) = %q, want %q", tt.path, got, tt.key)
 		}
-		if diff := cmp.Diff(tt.ancestors, pathAncestors(tt.path)); diff != "" {
-			t.Errorf("pathAncestors(%q) (-want +got):\n%s", tt.path, diff)
+		if diff := cmp.Diff(tt.prefixes, pathPrefixes(tt.path)); diff != "" {
+			t.Errorf("pathPrefixes(%q) (-want +got):\n%s", tt.path, diff)
 		}
-	}
-}
-
-func TestPathsOverlap(t *testing.T) {
-	tests := []struct {
-		name                 string
-		a, ownerA, b, ownerB string
-		want                 bool
-	}{
-		{"same path, other Component", "/x/api", "c1", "/x/api", "c2", true},
-		{"same path, same Component", "/x/api", "c1", "/x/api", "c1", true},
-		{"trailing slash does not count", "/x/api/", "c1", "/x/api", "c2", true},
-		{"a prefix of another Component's path", "/x", "c2", "/x/api", "c1", true},
-		{"under another Component's path", "/x/api/v5", "c2", "/x/api", "c1", true},
-		{"the root takes everything", "/", "c2", "/x/api", "c1", true},
-		{"a Component nests its own APIs", "/x", "c1", "/x/api", "c1", false},
-		{"a string prefix is not a path prefix", "/x/api", "c1", "/x/api2", "c2", false},
-		{"disjoint paths", "/x/a", "c1", "/x/b", "c2", false},
-		{"no path", "", "c1", "/x", "c2", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := pathsOverlap(tt.a, tt.ownerA, tt.b, tt.ownerB); got != tt.want {
-				t.Errorf("pathsOverlap(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-			}
-			if got := pathsOverlap(tt.b, tt.ownerB, tt.a, tt.ownerA); got != tt.want {
-				t.Errorf("pathsOverlap(%q, %q) = %v, want %v (not symmetric)", tt.b, tt.a, got, tt.want)
-			}
-		})
 	}
 }
 
@@ -831,5 +810,22 @@ func TestClaimOwner(t *testing.T) {
 	}
 	if claimOwner(alone) == claimOwner(labelled) {
 		t.Errorf("an ExposedAPI with no Component is its own owner, got %q", claimOwner(alone))
+	}
+}
+
+func TestConflictHolder(t *testing.T) {
+	self := gateway.Claim{Namespace: "mine", Name: "api"}
+	tests := []struct {
+		holder gateway.Claim
+		want   string
+	}{
+		{gateway.Claim{Namespace: "mine", Name: "first"}, "mine/first"},
+		{gateway.Claim{Namespace: "victim", Name: "victim-api"}, "in another namespace"},
+		{gateway.Claim{Namespace: "mine-too", Name: "x"}, "in another namespace"},
+	}
+	for _, tt := range tests {
+		if got := conflictHolder(self, tt.holder); got != tt.want {
+			t.Errorf("conflictHolder(%s) = %q, want %q", tt.holder.ID(), got, tt.want)
+		}
 	}
 }

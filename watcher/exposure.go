@@ -2,15 +2,14 @@ package watcher
 
 import (
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/odaflow/odaflow/gateway"
@@ -22,11 +21,13 @@ import (
 const (
 	// byImplementation maps "<namespace>/<service>" to the ExposedAPIs it implements.
 	byImplementation = "implementation"
-	// byPath maps a path prefix (pathKey) to the ExposedAPIs that claim it.
+	// byPath maps a path prefix (gateway.PathKey) to the ExposedAPIs that
+	// claim it.
 	byPath = "path"
-	// byPathAncestor maps a path prefix to the ExposedAPIs whose paths lie
-	// under it ("/a" to those claiming "/a/b" and "/a/b/c").
-	byPathAncestor = "path-ancestor"
+	// byPathPrefix maps every string prefix of a claimed path to the
+	// ExposedAPIs claiming it: "/a" to those claiming "/a/b" and also
+	// "/ab", since a VirtualService on "/a" catches both.
+	byPathPrefix = "path-prefix"
 )
 
 func exposedAPIIndexers() cache.Indexers {
@@ -51,46 +52,38 @@ func exposedAPIIndexers() cache.Indexers {
 			if path == "" {
 				return nil, nil
 			}
-			return []string{pathKey(path)}, nil
+			return []string{gateway.PathKey(path)}, nil
 		},
-		byPathAncestor: func(obj any) ([]string, error) {
+		byPathPrefix: func(obj any) ([]string, error) {
 			u, ok := obj.(*unstructured.Unstructured)
 			if !ok {
 				return nil, nil
 			}
 			path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
-			return pathAncestors(path), nil
+			return pathPrefixes(path), nil
 		},
 	}
 }
 
-// pathKey is the path prefix a gateway route matches: a trailing slash
-// does not count (the root stays "/").
-func pathKey(path string) string {
-	if k := strings.TrimRight(path, "/"); k != "" || path == "" {
-		return k
-	}
-	return "/"
-}
-
-// pathAncestors are the proper prefixes of a path, segment by segment,
-// nearest first: "/a/b/c" gives "/a/b", "/a", "/". A gateway route on any
-// of them also matches the path's requests.
-func pathAncestors(path string) []string {
-	k := pathKey(path)
-	if k == "" || k == "/" {
+// pathPrefixes are the proper string prefixes of a path's key, longest
+// first, down to "/": "/ab" gives "/a", "/". Paths are short (the
+// Component rules bound them), so listing every one is cheap.
+func pathPrefixes(path string) []string {
+	k := gateway.PathKey(path)
+	if len(k) <= 1 {
 		return nil
 	}
-	var out []string
-	for i := strings.LastIndex(k, "/"); i > 0; i = strings.LastIndex(k[:i], "/") {
+	out := make([]string, 0, len(k)-1)
+	for i := len(k) - 1; i >= 1; i-- {
 		out = append(out, k[:i])
 	}
-	return append(out, "/")
+	return out
 }
 
 // claimOwner names the Component an ExposedAPI belongs to, for the path
 // rule: the Component named by its oda.tmforum.org/componentName label,
-// else its controller, else the ExposedAPI alone.
+// else its controller, else the ExposedAPI alone. The namespace comes
+// first, so a label cannot make one tenant's API another's.
 func claimOwner(u *unstructured.Unstructured) string {
 	if c := u.GetLabels()[oda.LabelComponentName]; c != "" {
 		return u.GetNamespace() + "/Component/" + c
@@ -101,23 +94,22 @@ func claimOwner(u *unstructured.Unstructured) string {
 	return u.GetNamespace() + "/ExposedAPI/" + u.GetName()
 }
 
-// pathsOverlap is the gateway rule on two claims: the same prefix always
-// conflicts (one route would shadow the other); one prefix under the
-// other conflicts between different Components, since the shorter route
-// would take requests meant for the other Component's API, while one
-// Component may nest its own APIs.
-func pathsOverlap(path, owner, otherPath, otherOwner string) bool {
-	a, b := pathKey(path), pathKey(otherPath)
-	if a == "" || b == "" {
-		return false
+// ClaimOf is an ExposedAPI's claim on its spec.path. It holds its route
+// when odaflow's last status gave it an apiStatus for that very path: the
+// status of a failed API has none, and a changed path is a new claim.
+func ClaimOf(u *unstructured.Unstructured) gateway.Claim {
+	path, _, _ := unstructured.NestedString(u.Object, "spec", "path")
+	heldPath, _, _ := unstructured.NestedString(u.Object, "status", "apiStatus", "path")
+	return gateway.Claim{
+		Namespace: u.GetNamespace(),
+		Name:      u.GetName(),
+		UID:       string(u.GetUID()),
+		Path:      path,
+		Owner:     claimOwner(u),
+		Created:   u.GetCreationTimestamp().Time,
+		Held:      path != "" && heldPath == path,
+		Deleting:  u.GetDeletionTimestamp() != nil,
 	}
-	if a == b {
-		return true
-	}
-	if owner == otherOwner {
-		return false
-	}
-	return slices.Contains(pathAncestors(a), b) || slices.Contains(pathAncestors(b), a)
 }
 
 // ImplementationReady applies the Canvas's readiness rule both ways: ready
@@ -155,26 +147,18 @@ func IngressOf(services []*corev1.Service) *gateway.Ingress {
 }
 
 // ConflictWinner decides which of the ExposedAPIs claiming one path prefix
-// keeps it: the oldest, then by namespace/name. It returns the winner's
-// namespace/name.
+// keeps it (gateway.Winner: a held claim, then the oldest, then the
+// smallest uid; deleting ones keep nothing). It returns the winner's
+// namespace/name, "" when every claim is being deleted.
 func ConflictWinner(claims []*unstructured.Unstructured) string {
-	var live []*unstructured.Unstructured
-	for _, c := range claims {
-		if c.GetDeletionTimestamp() == nil {
-			live = append(live, c)
-		}
+	cs := make([]gateway.Claim, len(claims))
+	for i, c := range claims {
+		cs[i] = ClaimOf(c)
 	}
-	if len(live) == 0 {
-		return ""
+	if w, ok := gateway.Winner(cs); ok {
+		return w.ID()
 	}
-	sort.Slice(live, func(i, j int) bool {
-		ti, tj := live[i].GetCreationTimestamp(), live[j].GetCreationTimestamp()
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return live[i].GetNamespace()+"/"+live[i].GetName() < live[j].GetNamespace()+"/"+live[j].GetName()
-	})
-	return live[0].GetNamespace() + "/" + live[0].GetName()
+	return ""
 }
 
 // exposureOf reads an ExposedAPI's surroundings from the caches.
@@ -195,37 +179,62 @@ func (w *Watcher) exposureOf(obj *unstructured.Unstructured) (*workflows.Exposur
 		e.ImplementationReady = ImplementationReady(slices)
 	}
 	if path, _, _ := unstructured.NestedString(obj.Object, "spec", "path"); path != "" {
-		claims := append(w.pathRivals(obj, path), obj)
-		if winner := ConflictWinner(claims); winner != "" && winner != obj.GetNamespace()+"/"+obj.GetName() {
-			e.ConflictsWith = winner
+		rivals := w.pathRivals(obj, path)
+		claims := make([]gateway.Claim, len(rivals))
+		for i, r := range rivals {
+			claims[i] = ClaimOf(r)
+		}
+		self := ClaimOf(obj)
+		if evictor, lost := gateway.Evictor(claimGateway, self, claims); lost {
+			e.ConflictsWith = conflictHolder(self, evictor)
 		}
 	}
 	return e, nil
 }
 
-// pathRivals are the served ExposedAPIs, other than u, whose claims overlap
-// u's claim on path (pathsOverlap): on path itself, on a prefix of it or
-// under it.
+// conflictHolder is how a refused claim's status and Event name the claim
+// that keeps the path: by namespace/name within its own namespace, and
+// otherwise not at all, so that one tenant's refusal does not tell it
+// another tenant's namespace and API. The workflow writes "already exposed
+// by ExposedAPI <this>".
+func conflictHolder(self, holder gateway.Claim) string {
+	if holder.Namespace == self.Namespace {
+		return holder.ID()
+	}
+	return "in another namespace"
+}
+
+// claimGateway is the gateway whose routing decides path conflicts in the
+// watcher: none in particular, which gives the strictest rule
+// (gateway.Layers). Under every gateway odaflow drives, requests meet a
+// string-prefix router, so the rule is the one each gateway needs.
+const claimGateway = ""
+
+// pathRivals are the ExposedAPIs, other than u, in the served namespaces,
+// whose claims conflict with u's claim on path (gateway.ClaimsConflict): on
+// path itself, on a string prefix of it, or under it.
 func (w *Watcher) pathRivals(u *unstructured.Unstructured, path string) []*unstructured.Unstructured {
 	if path == "" || w.exposedIndex == nil {
 		return nil
 	}
 	var candidates []any
-	for _, k := range append([]string{pathKey(path)}, pathAncestors(path)...) {
+	for _, k := range append([]string{gateway.PathKey(path)}, pathPrefixes(path)...) {
 		objs, _ := w.exposedIndex.ByIndex(byPath, k)
 		candidates = append(candidates, objs...)
 	}
-	under, _ := w.exposedIndex.ByIndex(byPathAncestor, pathKey(path))
+	under, _ := w.exposedIndex.ByIndex(byPathPrefix, gateway.PathKey(path))
 	candidates = append(candidates, under...)
-	owner := claimOwner(u)
+	self := ClaimOf(u)
+	self.Path = path
+	seen := map[types.UID]bool{u.GetUID(): true}
 	var out []*unstructured.Unstructured
 	for _, c := range candidates {
 		other, ok := c.(*unstructured.Unstructured)
-		if !ok || other.GetUID() == u.GetUID() || !w.cfg.Namespaces.Matches(other.GetNamespace()) {
+		if !ok || seen[other.GetUID()] || !w.cfg.Namespaces.Matches(other.GetNamespace()) {
 			continue
 		}
-		otherPath, _, _ := unstructured.NestedString(other.Object, "spec", "path")
-		if pathsOverlap(path, owner, otherPath, claimOwner(other)) {
+		seen[other.GetUID()] = true
+		if gateway.ClaimsConflict(claimGateway, self, ClaimOf(other)) {
 			out = append(out, other)
 		}
 	}

@@ -925,7 +925,7 @@ func TestWatcherPathConflicts(t *testing.T) {
 	newer.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Minute)))
 	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{older, newer}})
 	calls := h.sig.awaitCalls(t, 2)
-	assertOneLoser(t, calls, "ExposedAPI/ns2/newer", "ns1/older")
+	assertOneLoser(t, calls, "ExposedAPI/ns2/newer", "in another namespace")
 	h.idle()
 	// The older one goes: the newer one takes the path.
 	h.delete(oda.KindExposedAPI, "ns1", "older")
@@ -985,7 +985,7 @@ func TestWatcherPathPrefixTakeover(t *testing.T) {
 	calls := h.sig.await(t, "the hostile claim signalled", func(c []call) bool {
 		return slices.ContainsFunc(c[2:], func(x call) bool { return x.WorkflowID == "ExposedAPI/ns2/grab" })
 	})
-	assertOneLoser(t, calls[2:], "ExposedAPI/ns2/grab", "ns1/pc-api")
+	assertOneLoser(t, calls[2:], "ExposedAPI/ns2/grab", "in another namespace")
 	h.idle()
 	// The Component goes: the prefix is free and the hostile claim hears it.
 	n := len(h.sig.snapshot())
@@ -996,6 +996,37 @@ func TestWatcherPathPrefixTakeover(t *testing.T) {
 			return x.WorkflowID == "ExposedAPI/ns2/grab" && eventOf(t, x).Exposure.ConflictsWith == ""
 		})
 	})
+}
+
+// TestWatcherStringPrefixHijack: a VirtualService matches uri.prefix as a
+// string, so a claim on "/vic" would take every request for "/victim/...":
+// it conflicts with the victim's path, and loses to it, although no path
+// segment is shared. A held path is kept even against an older claim.
+func TestWatcherStringPrefixHijack(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := exposedAPI("victim", "api", "", "/victim/tmf-api/v4")
+	victim.SetCreationTimestamp(metav1.NewTime(t0.Add(time.Hour)))
+	victim.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/victim/tmf-api/v4"}}
+	attacker := exposedAPI("attacker", "api", "", "/vic")
+	attacker.SetCreationTimestamp(metav1.NewTime(t0))
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/attacker/api", "in another namespace")
+}
+
+// TestWatcherSameSecondClaimKeepsTheHolder: a claim on a held path made in
+// the same second, from a namespace that sorts first and with a smaller
+// uid, loses: the holder is never evicted.
+func TestWatcherSameSecondClaimKeepsTheHolder(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	victim := exposedAPI("victim", "api", "", "/victim/api")
+	victim.SetCreationTimestamp(metav1.NewTime(t0))
+	victim.SetUID("zzz")
+	victim.Object["status"] = map[string]any{"apiStatus": map[string]any{"path": "/victim/api"}}
+	attacker := exposedAPI("aaa", "api", "", "/victim/api")
+	attacker.SetCreationTimestamp(metav1.NewTime(t0))
+	attacker.SetUID("aaa")
+	h := startHarness(t, harnessOptions{objects: []*unstructured.Unstructured{victim, attacker}})
+	assertOneLoser(t, h.sig.awaitCalls(t, 2), "ExposedAPI/aaa/api", "in another namespace")
 }
 
 // TestWatcherPathSiblingsRespectTheNamespaceFilter: an ExposedAPI in a

@@ -81,8 +81,10 @@ type Exposure struct {
 	// ImplementationReady is true when the implementation Service has a
 	// ready endpoint.
 	ImplementationReady bool `json:"implementationReady"`
-	// ConflictsWith names the ExposedAPI (namespace/name) that claimed the
-	// same host and path prefix first; set only when this one lost.
+	// ConflictsWith names the ExposedAPI (namespace/name) that holds, or
+	// claimed first, a path prefix overlapping this one's; set only when
+	// this one lost. One in another namespace is not named ("in another
+	// namespace"): the refusal goes to this namespace's status and Events.
 	ConflictsWith string `json:"conflictsWith,omitempty"`
 }
 

@@ -94,7 +94,7 @@ func TestGatewayKong(t *testing.T) {
 			if a := route.GetAnnotations(); a[gateway.AnnotationKongStripPath] != "false" || a[gateway.AnnotationKongProtocols] != "https" {
 				return false, fmt.Sprintf("HTTPRoute annotations %v", a)
 			}
-			grant, err := stack.dyn.Resource(referenceGrants).Namespace("istio-ingress").Get(context.Background(), gateway.ReferenceGrantName(api), metav1.GetOptions{})
+			grant, err := stack.dyn.Resource(referenceGrants).Namespace("istio-ingress").Get(context.Background(), gateway.ReferenceGrantName(ns, api), metav1.GetOptions{})
 			if err != nil {
 				return false, "ReferenceGrant: " + err.Error()
 			}
@@ -189,7 +189,7 @@ func TestGatewayKong(t *testing.T) {
 		remaining: func(t *testing.T, _ *gatewayStack, ns, api string) []string {
 			return existing(t,
 				objRef{httpRoutes, ns, gateway.HTTPRouteName(api)},
-				objRef{referenceGrants, "istio-ingress", gateway.ReferenceGrantName(api)},
+				objRef{referenceGrants, "istio-ingress", gateway.ReferenceGrantName(ns, api)},
 				objRef{kongPlugins, ns, gateway.RateLimitPluginName(api)},
 				objRef{kongPlugins, ns, gateway.APIAuthenticationPluginName(api)},
 				objRef{kongPlugins, ns, gateway.CORSPluginName(api)},
@@ -274,8 +274,8 @@ func TestGatewayKongAdmin(t *testing.T) {
 }
 
 func TestGatewayApisix(t *testing.T) {
-	apisixPlugins := func(_ *testing.T, _ *gatewayStack, _, api string) ([]string, error) {
-		cfg, err := stack.dyn.Resource(apisixPluginConfigs).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixPluginConfigName(api), metav1.GetOptions{})
+	apisixPlugins := func(_ *testing.T, _ *gatewayStack, ns, api string) ([]string, error) {
+		cfg, err := stack.dyn.Resource(apisixPluginConfigs).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixPluginConfigName(ns, api), metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
@@ -290,7 +290,7 @@ func TestGatewayApisix(t *testing.T) {
 	runGatewayLifecycle(t, gatewayCase{
 		gateway: "apisix", ingressIP: "34.159.217.83",
 		published: func(t *testing.T, _ *gatewayStack, ns, api, path string) (bool, string) {
-			route, err := stack.dyn.Resource(apisixRoutes).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixRouteName(api), metav1.GetOptions{})
+			route, err := stack.dyn.Resource(apisixRoutes).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixRouteName(ns, api), metav1.GetOptions{})
 			if err != nil {
 				return false, "ApisixRoute: " + err.Error()
 			}
@@ -304,10 +304,10 @@ func TestGatewayApisix(t *testing.T) {
 				return false, fmt.Sprintf("ApisixRoute http %v", http)
 			}
 			h := http[0].(map[string]any)
-			if h["plugin_config_name"] != gateway.ApisixPluginConfigName(api) || !strings.Contains(fmt.Sprint(h["backends"]), "serviceName:istio-ingress servicePort:80") {
+			if h["plugin_config_name"] != gateway.ApisixPluginConfigName(ns, api) || !strings.Contains(fmt.Sprint(h["backends"]), "serviceName:istio-ingress servicePort:80") {
 				return false, fmt.Sprintf("ApisixRoute http %v", h)
 			}
-			cfg, err := stack.dyn.Resource(apisixPluginConfigs).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixPluginConfigName(api), metav1.GetOptions{})
+			cfg, err := stack.dyn.Resource(apisixPluginConfigs).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixPluginConfigName(ns, api), metav1.GetOptions{})
 			if err != nil {
 				return false, "ApisixPluginConfig: " + err.Error()
 			}
@@ -323,8 +323,8 @@ func TestGatewayApisix(t *testing.T) {
 			}
 			return true, ""
 		},
-		routedPath: func(_ *testing.T, _ *gatewayStack, _, api string) (string, error) {
-			route, err := stack.dyn.Resource(apisixRoutes).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixRouteName(api), metav1.GetOptions{})
+		routedPath: func(_ *testing.T, _ *gatewayStack, ns, api string) (string, error) {
+			route, err := stack.dyn.Resource(apisixRoutes).Namespace("istio-ingress").Get(context.Background(), gateway.ApisixRouteName(ns, api), metav1.GetOptions{})
 			if err != nil {
 				return "", err
 			}
@@ -343,8 +343,8 @@ func TestGatewayApisix(t *testing.T) {
 		withoutRateLimit: func(_, _ string) []string { return sorted("cors", "key-auth") },
 		remaining: func(t *testing.T, _ *gatewayStack, ns, api string) []string {
 			return existing(t,
-				objRef{apisixRoutes, "istio-ingress", gateway.ApisixRouteName(api)},
-				objRef{apisixPluginConfigs, "istio-ingress", gateway.ApisixPluginConfigName(api)},
+				objRef{apisixRoutes, "istio-ingress", gateway.ApisixRouteName(ns, api)},
+				objRef{apisixPluginConfigs, "istio-ingress", gateway.ApisixPluginConfigName(ns, api)},
 				objRef{virtualServices, ns, api},
 			)
 		},
