@@ -251,6 +251,11 @@ func (c Common) Validate() error {
 	return errors.Join(errs...)
 }
 
+// DefaultIstioGateway is the Gateway the Canvas's charts install and point
+// their Istio operator at (api-operator-istio componentGateway), so that
+// odaflow's VirtualServices land where the Canvas's did.
+const DefaultIstioGateway = "canvas/component-gateway"
+
 // Gateways odaflow can drive.
 var Gateways = []string{"istio", "kong", "kong-admin", "apisix"}
 
@@ -259,7 +264,7 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
 	f := Flags{FS: fs, Errs: &w.envErrs}
 	f.String(&w.Gateway, "gateway", "istio", "API gateway: istio, kong, kong-admin or apisix")
-	f.String(&w.IstioGateway, "istio-gateway", "components/component-gateway", "Istio Gateway the VirtualServices bind to")
+	f.String(&w.IstioGateway, "istio-gateway", DefaultIstioGateway, "Istio Gateway the VirtualServices bind to, namespace/name")
 	f.String(&w.PublicHostname, "public-hostname", "", "public host name of the gateway; overrides the load-balancer address")
 	f.String(&w.KongAdminURL, "kong-admin-url", "",
 		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001")
