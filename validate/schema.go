@@ -76,8 +76,8 @@ func loadCRD(file string) (map[string]*crdVersion, error) {
 // unknown fields, and the schema's types, formats, enums, required fields
 // and CEL rules, each with its field path. It runs the apiserver's own
 // code (k8s.io/apiextensions-apiserver) on the CRDs odaflow ships, in the
-// apiserver's order: unknown fields are pruned, defaults applied, then the
-// rest validated.
+// apiserver's order: unknown fields and nulls the schema does not allow are
+// pruned, defaults applied, then the rest validated.
 func apiserverProblems(obj map[string]any) ([]Problem, error) {
 	versions, err := componentVersions()
 	if err != nil {
@@ -101,6 +101,8 @@ func apiserverProblems(obj map[string]any) ([]Problem, error) {
 		out = append(out, refused("metadata", err.Error()))
 	}
 	unknown := append(unknownMeta, pruning.PruneWithOptions(u, v.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true})...)
+	// A null where the schema allows none is dropped, not refused.
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u, v.structural)
 	for _, p := range unknown {
 		out = append(out, refused(p, "unknown field (misspelt, or not in this version of the Component CRD)"))
 	}

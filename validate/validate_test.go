@@ -135,3 +135,17 @@ func TestUnrenderedTemplate(t *testing.T) {
 		t.Errorf("a comment with template syntax: %v", err)
 	}
 }
+
+// TestNullWhereTheSchemaAllowsNone: the apiserver drops a null of a
+// non-nullable field (a chart's empty value, id: ) instead of refusing it.
+func TestNullWhereTheSchemaAllowsNone(t *testing.T) {
+	objs, err := Decode([]byte("apiVersion: oda.tmforum.org/v1\nkind: Component\nmetadata: {name: r1-null}\nspec:\n  componentMetadata:\n    id:\n    name: x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Component(objs[0], "components").Problems {
+		if strings.HasPrefix(p.Message, "the apiserver refuses it") {
+			t.Errorf("%s: %s; the apiserver drops the null", p.Path, p.Message)
+		}
+	}
+}
