@@ -3,6 +3,7 @@ package chart
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/odaflow/odaflow/internal/config"
@@ -36,6 +37,50 @@ func TestTemplateCanvasDefaults(t *testing.T) {
 	wenv := envOf(container(t, find(t, objs, "Deployment", "odaflow-webhook")))
 	if got := wenv["ODAFLOW_SIDECAR_IMAGE"]; got != secrets.DefaultSidecarImage {
 		t.Errorf("ODAFLOW_SIDECAR_IMAGE = %q, want the binary's default %q", got, secrets.DefaultSidecarImage)
+	}
+}
+
+// TestTemplateMetricsMode: the chart's default is the Canvas umbrella's
+// openMetricsImplementation, PrometheusAnnotation; the annotation modes, and
+// only they, grant the worker what annotating a metrics API's pods takes.
+func TestTemplateMetricsMode(t *testing.T) {
+	for _, tc := range []struct {
+		set, want string
+		annotates bool
+	}{
+		{"", "PrometheusAnnotation", true},
+		{"gateway.openMetricsImplementation=DataDogAnnotation", "DataDogAnnotation", true},
+		{"gateway.openMetricsImplementation=ServiceMonitor", "ServiceMonitor", false},
+		{"gateway.openMetricsImplementation=none", "none", false},
+	} {
+		var sets []string
+		if tc.set != "" {
+			sets = append(sets, tc.set)
+		}
+		objs := render(t, "odaflow", "canvas", "", sets...)
+		if got := envOf(container(t, find(t, objs, "Deployment", "odaflow-worker")))["ODAFLOW_METRICS_MODE"]; got != tc.want {
+			t.Errorf("%q: ODAFLOW_METRICS_MODE = %q, want %q", tc.set, got, tc.want)
+		}
+		var podVerbs, serviceVerbs []string
+		for _, r := range list(get(find(t, objs, "ClusterRole", "odaflow-worker"), "rules")) {
+			rule := mapOf(r)
+			for _, res := range list(rule["resources"]) {
+				for _, v := range list(rule["verbs"]) {
+					switch res {
+					case "pods":
+						podVerbs = append(podVerbs, v.(string))
+					case "services":
+						serviceVerbs = append(serviceVerbs, v.(string))
+					}
+				}
+			}
+		}
+		if slices.Contains(podVerbs, "patch") != tc.annotates || slices.Contains(serviceVerbs, "get") != tc.annotates {
+			t.Errorf("%q: worker pods verbs %v, services verbs %v; want pods patch and services get: %t", tc.set, podVerbs, serviceVerbs, tc.annotates)
+		}
+	}
+	if _, err := renderRaw(t, "odaflow", "canvas", "", "gateway.openMetricsImplementation=Prometheus"); err == nil {
+		t.Error("gateway.openMetricsImplementation=Prometheus renders; want the schema to refuse it")
 	}
 }
 
