@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/secrets"
 )
@@ -165,5 +167,68 @@ func TestTemplateCanvasNamespacesReachRBAC(t *testing.T) {
 	_, err := renderRaw(t, "odaflow", "canvas", writeValues(t, "watchNamespaces: [components]\nmonitoredNamespaces: 'components,odacompns-*'\nrbac: {scope: namespaced}\n"))
 	if err == nil {
 		t.Error("rbac.scope=namespaced with a glob in monitoredNamespaces renders; want the glob refused")
+	}
+}
+
+// canvasUmbrellaValues is the canvas-oda umbrella's own values.yaml.
+const canvasUmbrellaValues = "../../../shared/oda-canvas/canvas-oda-values.yaml"
+
+// TestTemplateCanvasUmbrellaValues renders odaflow as a sub-chart of the
+// canvas-oda umbrella gets it: the umbrella's global section, and under
+// odaflow's own keys nothing but what a Canvas operator's values say, each
+// copied as it is written there. What the worker is told must be what the
+// Canvas's operators were told.
+func TestTemplateCanvasUmbrellaValues(t *testing.T) {
+	raw, err := os.ReadFile(canvasUmbrellaValues)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skipf("SKIPPED: the Canvas's values are not at %s: %v", canvasUmbrellaValues, err)
+	}
+	var canvas map[string]any
+	if err := yaml.Unmarshal(raw, &canvas); err != nil {
+		t.Fatal(err)
+	}
+	at := func(path ...string) any { return get(canvas, path...) }
+	monitored := at("component-operator", "deployment", "monitoredNamespaces")
+	gateway := at("api-operator-istio", "configmap", "componentGateway")
+	metrics := at("api-operator-istio", "deployment", "openMetricsImplementation")
+	values := map[string]any{
+		"global":              at("global"),
+		"monitoredNamespaces": monitored,
+		"prereleaseSuffix":    at("component-operator", "deployment", "compopPrereleaseSuffix"),
+		"gateway": map[string]any{
+			"istio":                     map[string]any{"gateway": gateway},
+			"openMetricsImplementation": metrics,
+		},
+	}
+	out, err := yaml.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "canvas", "canvas", writeValues(t, string(out)))
+	env := envOf(container(t, find(t, objs, "Deployment", "canvas-odaflow-worker")))
+	for _, c := range []struct{ canvasKey, env, want string }{
+		{"component-operator.deployment.monitoredNamespaces", "ODAFLOW_NAMESPACES", monitored.(string)},
+		{"api-operator-istio.configmap.componentGateway", "ODAFLOW_ISTIO_GATEWAY", gateway.(string)},
+		{"api-operator-istio.deployment.openMetricsImplementation", "ODAFLOW_METRICS_MODE", metrics.(string)},
+	} {
+		if env[c.env] != c.want {
+			t.Errorf("%s = %q in the Canvas; odaflow's %s = %q", c.canvasKey, c.want, c.env, env[c.env])
+		}
+	}
+	// The Canvas's defaults are odaflow's: the same render without the
+	// copied keys tells the worker the same.
+	plain := envOf(container(t, find(t, render(t, "canvas", "canvas", ""), "Deployment", "canvas-odaflow-worker")))
+	for _, k := range []string{"ODAFLOW_NAMESPACES", "ODAFLOW_ISTIO_GATEWAY", "ODAFLOW_METRICS_MODE"} {
+		if plain[k] != env[k] {
+			t.Errorf("%s: %q with the Canvas's values, %q by default", k, env[k], plain[k])
+		}
+	}
+	for _, d := range findAll(objs, "Deployment") {
+		if c := container(t, d); c["image"] != "ghcr.io/odaflow/odaflow:v0.1.0" || c["imagePullPolicy"] != "IfNotPresent" {
+			t.Errorf("%s: image %v pull %v with the Canvas's empty registry and prerelease suffix", d.id(), c["image"], c["imagePullPolicy"])
+		}
 	}
 }
