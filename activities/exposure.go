@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -183,6 +184,9 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 			res.ResourceVersion = v
 		}
 	}
+	if err := e.annotateMetricsPods(ctx, in.API, spec); err != nil {
+		return res, err
+	}
 	res.APIStatus, res.Addressed = gateway.APIStatus(e.Config, in.API, spec, derefIngress(in.Ingress))
 	for _, r := range res.Applied {
 		if r.Owned && r.UID != "" {
@@ -191,6 +195,76 @@ func (e *Exposure) Expose(ctx context.Context, in ExposeInput) (ExposeResult, er
 		}
 	}
 	return res, nil
+}
+
+// annotateMetricsPods makes a metrics API scrapable in the annotation
+// metrics modes (PrometheusAnnotation, DataDogAnnotation): the pods its
+// implementation Service selects get gateway.MetricsPodAnnotations. Every
+// such pod, not only the first as in the Canvas: each replica serves its
+// own metrics. Before the Service or its pods exist there is nothing to
+// annotate; the workflow calls again when the implementation becomes ready.
+// A pod created later (a rollout) is annotated at the next call, which the
+// implementation's next readiness change or spec change brings.
+func (e *Exposure) annotateMetricsPods(ctx context.Context, api gateway.API, spec gateway.Spec) error {
+	cfg := e.Config.WithDefaults()
+	if !gateway.IsMetrics(spec.APIType) || (cfg.MetricsMode != gateway.MetricsPrometheusAnnotation && cfg.MetricsMode != gateway.MetricsDataDogAnnotation) {
+		return nil
+	}
+	core := e.Kube.Core.CoreV1()
+	svc, err := core.Services(api.Namespace).Get(ctx, spec.Implementation, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return kubeError(fmt.Sprintf("read Service %s/%s of metrics API %s", api.Namespace, spec.Implementation, api.Name), err)
+	}
+	if len(svc.Spec.Selector) == 0 {
+		// A Service without a selector has hand-made endpoints: no pods
+		// of its own to annotate.
+		return nil
+	}
+	pods, err := core.Pods(api.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(svc.Spec.Selector).String()})
+	if err != nil {
+		return kubeError(fmt.Sprintf("list the pods of Service %s/%s", api.Namespace, spec.Implementation), err)
+	}
+	for _, pod := range pods.Items {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		container := ""
+		if len(pod.Spec.Containers) > 0 {
+			container = pod.Spec.Containers[0].Name
+		}
+		missing := missingAnnotations(pod.Annotations, gateway.MetricsPodAnnotations(cfg, api, spec, container))
+		if len(missing) == 0 {
+			continue
+		}
+		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": missing}})
+		if err != nil {
+			return fmt.Errorf("encode the annotations of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		_, err = core.Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+		if err != nil && !apierrors.IsNotFound(err) { // a pod gone meanwhile needs nothing
+			return kubeError(fmt.Sprintf("annotate pod %s/%s for metrics API %s", pod.Namespace, pod.Name, api.Name), err)
+		}
+	}
+	return nil
+}
+
+// missingAnnotations are the entries of want that have is missing or holds
+// with another value: the patch that makes have carry want, nil when it
+// does already (no write for a pod annotated before).
+func missingAnnotations(have, want map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range want {
+		if cur, ok := have[k]; !ok || cur != v {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func derefIngress(in *gateway.Ingress) gateway.Ingress {

@@ -1,11 +1,13 @@
 // Package validate checks Component manifests offline, with no cluster and
-// no Temporal: the decisions the workflows take on a Component and on each
-// child (oda.DesiredChildren, oda.GatewayProblems, gateway.ParseSpec,
-// dependency.RequestOf, identity.FromSpec, secrets.ParseSpec), run on the
-// manifest as the apiserver would hand it to odaflow (converted to v1 by the
-// conversion webhook's own code). It is what `odaflow validate` prints, and
-// it adds no rule of its own: a manifest it passes is one those decisions
-// accept.
+// no Temporal. First what the apiserver checks, with its own code on the
+// Component CRD odaflow ships (schema.go); then the decisions the workflows
+// take on a Component and on each child (oda.DesiredChildren,
+// oda.GatewayProblems, gateway.ParseSpec, dependency.RequestOf,
+// identity.FromSpec, secrets.ParseSpec), run on the manifest as the
+// apiserver would hand it to odaflow (converted to v1 by the conversion
+// webhook's own code). It is what `odaflow validate` prints, and it adds no
+// rule of its own: a manifest it passes is one the apiserver and those
+// decisions accept.
 package validate
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -91,6 +94,9 @@ func Decode(data []byte) ([]map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
+		if line, expr, ok := helmTemplate(doc); ok {
+			return nil, fmt.Errorf("document %d, line %d holds a Helm template expression %s: validate the rendered chart (helm template <release> <chart> | odaflow validate -f -), not its templates", i, line, expr)
+		}
 		js, err := yaml.YAMLToJSON(doc)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
@@ -106,6 +112,25 @@ func Decode(data []byte) ([]map[string]any, error) {
 			out = append(out, m)
 		}
 	}
+}
+
+// templateExpr is a Helm (Go template) action: {{ ... }}, {{- ... -}}.
+var templateExpr = regexp.MustCompile(`\{\{-?\s*[^{}]*?-?\}\}`)
+
+// helmTemplate finds the first template action outside comments in a YAML
+// document: such a file is a chart's template, which YAML either cannot
+// parse or reads as a literal "{{ .Values.x }}". It answers its 1-based
+// line and the action.
+func helmTemplate(doc []byte) (line int, expr string, ok bool) {
+	for i, l := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		if m := templateExpr.FindString(l); m != "" {
+			return i + 1, m, true
+		}
+	}
+	return 0, "", false
 }
 
 // IsComponent reports whether obj is an ODA Component of any version.
@@ -146,6 +171,17 @@ func Component(obj map[string]any, namespace string) Report {
 	}
 	if r.Name == "" {
 		fail("metadata.name", "is required")
+		return r
+	}
+	// What the apiserver refuses never reaches odaflow: its reasons are
+	// the only ones worth telling.
+	refusals, err := apiserverProblems(obj)
+	if err != nil {
+		fail("", "cannot check the object against the Component CRD: %v", err)
+		return r
+	}
+	if len(refusals) > 0 {
+		r.Problems = append(r.Problems, refusals...)
 		return r
 	}
 	v1 := obj

@@ -49,7 +49,7 @@ type Activities struct {
 
 // GatewayConfig maps the worker's flags onto the gateway rules.
 func GatewayConfig(cfg config.Worker) gateway.Config {
-	gc := gateway.Config{Gateway: cfg.Gateway, IstioGateway: cfg.IstioGateway, PublicHostname: cfg.PublicHostname}
+	gc := gateway.Config{Gateway: cfg.Gateway, IstioGateway: cfg.IstioGateway, PublicHostname: cfg.PublicHostname, MetricsMode: cfg.MetricsMode}
 	return gc
 }
 

@@ -103,6 +103,11 @@ func (x *exposedAPI) continueAsNew(ctx workflow.Context, _ *resourceLoop, pendin
 	return workflow.NewContinueAsNewError(ctx, ExposedAPIWorkflow, in)
 }
 
+// changeMetricsPodAnnotations is the workflow.GetVersion change that calls
+// Expose again when a metrics API's implementation becomes ready or not, so
+// that its pods get the scrape annotations (version 1).
+const changeMetricsPodAnnotations = "metrics-pod-annotations"
+
 func (x *exposedAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 	if r.st.Deleting {
 		r.finishDeletion(ctx, "the gateway objects", x.unexpose)
@@ -121,7 +126,19 @@ func (x *exposedAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 		API: api, Ingress: exp.Ingress, Applied: x.st.Applied, Remove: failure != nil,
 		SkipApply: failure == nil && specHash == x.st.SpecHash,
 	}
-	if statusFor := hashOf(specHash, x.st.Applied, exp.Ingress); failure != nil || !in.SkipApply || statusFor != x.st.APIStatusFor {
+	// What the last Expose call was for: the spec, the objects and the
+	// address, and, for a metrics API, the implementation's readiness: its
+	// pods appear with it, and Expose annotates them in the annotation
+	// metrics modes (v0.1.0 histories have no version marker and keep the
+	// old key).
+	statusKey := func(applied []activities.ObjectRef) string { return hashOf(specHash, applied, exp.Ingress) }
+	if apiType, _ := r.st.Spec["apiType"].(string); gateway.IsMetrics(apiType) &&
+		workflow.GetVersion(ctx, changeMetricsPodAnnotations, workflow.DefaultVersion, 1) >= 1 {
+		statusKey = func(applied []activities.ObjectRef) string {
+			return hashOf(specHash, applied, exp.Ingress, exp.ImplementationReady)
+		}
+	}
+	if statusFor := statusKey(x.st.Applied); failure != nil || !in.SkipApply || statusFor != x.st.APIStatusFor {
 		summary := "expose through the gateway"
 		switch {
 		case failure != nil:
@@ -140,7 +157,7 @@ func (x *exposedAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 		x.st.Applied, x.st.APIStatus, x.st.Addressed = res.Applied, res.APIStatus, res.Addressed
 		x.st.SpecHash, x.st.APIStatusFor = "", ""
 		if failure == nil {
-			x.st.SpecHash, x.st.APIStatusFor = specHash, hashOf(specHash, res.Applied, exp.Ingress)
+			x.st.SpecHash, x.st.APIStatusFor = specHash, statusKey(res.Applied)
 		}
 		if res.ResourceVersion != "" && r.st.Phase == "" {
 			// Adding the finalizer changed the object: the first status

@@ -138,6 +138,32 @@ func TestExposedAPIWaitsForTheAddressThenFollowsReadiness(t *testing.T) {
 	}
 }
 
+// TestExposedAPIMetricsReadinessCallsExposeAgain: for a metrics API a
+// readiness change calls Expose again (SkipApply), so that in the
+// annotation metrics modes the pods that came with the implementation are
+// annotated; the route is not applied again.
+func TestExposedAPIMetricsReadinessCallsExposeAgain(t *testing.T) {
+	env, f := newExposedEnv(t)
+	spec := map[string]any{"name": "metrics", "apiType": "prometheus", "implementation": "ctk-sm", "path": "/ctk/metrics", "port": int64(4000)}
+	at(env, time.Second, SignalResourceEvent, apiEvent("h1", spec, &Exposure{Ingress: ingress}))
+	at(env, time.Minute, SignalResourceEvent, apiEvent("h2", spec, &Exposure{Ingress: ingress, ImplementationReady: true}))
+	at(env, 2*time.Minute, SignalResourceEvent, apiEvent("h3", spec, &Exposure{Ingress: ingress, ImplementationReady: true}))
+	at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: "api-uid", Deleted: true})
+	env.ExecuteWorkflow(ExposedAPIWorkflow, ExposedAPIInput{Namespace: testNS, Name: "api"})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var skips []bool
+	for _, in := range f.exposes {
+		skips = append(skips, in.SkipApply)
+	}
+	// Applied once; asked again when ready; an event that changes nothing
+	// calls nothing.
+	if len(skips) != 2 || skips[0] || !skips[1] {
+		t.Fatalf("expose calls SkipApply = %v, want [false true]", skips)
+	}
+}
+
 func TestExposedAPIPathChangeReappliesTheRoute(t *testing.T) {
 	env, f := newExposedEnv(t)
 	at(env, time.Second, SignalResourceEvent, apiEvent("h1", apiSpec("/a"), &Exposure{Ingress: ingress, ImplementationReady: true}))

@@ -16,10 +16,12 @@ const validateUsage = `odaflow validate -f FILE [-f FILE...] [-n namespace] [-o 
 
 Checks Component manifests offline (no cluster, no Temporal): for each
 Component in the multi-document YAML (a rendered chart, "-" for stdin) it
-prints the children odaflow would create and every problem with its field
-path. Exit status: 0 when every Component can complete, 1 when a problem
-would leave a Component (or one of its children) Failed, 2 on unreadable
-input or no Component at all.
+checks what the apiserver checks (the Component CRD's schema, unknown
+fields, formats and CEL rules), then prints the children odaflow would
+create and every problem with its field path. Render a chart first
+(helm template). Exit status: 0 when every Component can complete, 1 when
+the apiserver would refuse a Component or a problem would leave it (or one
+of its children) Failed, 2 on unreadable input or no Component at all.
 `
 
 // runValidate is `odaflow validate`.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -79,6 +80,9 @@ type Worker struct {
 	Gateway        string
 	IstioGateway   string
 	PublicHostname string
+	// MetricsMode is how metrics APIs are made scrapable, the Canvas's
+	// OPENMETRICS_IMPLEMENTATION (MetricsModes).
+	MetricsMode string
 	// ServiceInventoryURL is the TMF638 API base where resolved
 	// dependencies are recorded ("" = do not record).
 	ServiceInventoryURL string
@@ -251,15 +255,26 @@ func (c Common) Validate() error {
 	return errors.Join(errs...)
 }
 
+// DefaultIstioGateway is the Gateway the Canvas's charts install and point
+// their Istio operator at (api-operator-istio componentGateway), so that
+// odaflow's VirtualServices land where the Canvas's did.
+const DefaultIstioGateway = "canvas/component-gateway"
+
 // Gateways odaflow can drive.
 var Gateways = []string{"istio", "kong", "kong-admin", "apisix"}
+
+// MetricsModes are the --metrics-mode values: the Canvas's three
+// OPENMETRICS_IMPLEMENTATION modes and none.
+var MetricsModes = []string{"ServiceMonitor", "PrometheusAnnotation", "DataDogAnnotation", "none"}
 
 // Bind registers the worker's flags.
 func (w *Worker) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
 	f := Flags{FS: fs, Errs: &w.envErrs}
 	f.String(&w.Gateway, "gateway", "istio", "API gateway: istio, kong, kong-admin or apisix")
-	f.String(&w.IstioGateway, "istio-gateway", "components/component-gateway", "Istio Gateway the VirtualServices bind to")
+	f.String(&w.IstioGateway, "istio-gateway", DefaultIstioGateway, "Istio Gateway the VirtualServices bind to, namespace/name")
+	f.String(&w.MetricsMode, "metrics-mode", "ServiceMonitor",
+		"how metrics APIs are scraped (the Canvas's openMetricsImplementation): ServiceMonitor, PrometheusAnnotation, DataDogAnnotation or none")
 	f.String(&w.PublicHostname, "public-hostname", "", "public host name of the gateway; overrides the load-balancer address")
 	f.String(&w.KongAdminURL, "kong-admin-url", "",
 		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001")
@@ -300,6 +315,9 @@ func (w Worker) Validate() error {
 	}
 	if !ok {
 		errs = append(errs, fmt.Errorf("--gateway %q must be one of %s", w.Gateway, strings.Join(Gateways, ", ")))
+	}
+	if !slices.Contains(MetricsModes, w.MetricsMode) {
+		errs = append(errs, fmt.Errorf("--metrics-mode %q must be one of %s", w.MetricsMode, strings.Join(MetricsModes, ", ")))
 	}
 	if w.Gateway == "kong-admin" {
 		if parsed, err := url.Parse(w.KongAdminURL); err != nil || (parsed.Scheme != "http" && parsed.Scheme != "https") || parsed.Host == "" {

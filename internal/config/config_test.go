@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config/configtest"
 )
 
@@ -173,5 +174,32 @@ func TestUnparsableVariablesAreReportedTogether(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %s", err, want)
 		}
+	}
+}
+
+// TestWorkerMetricsMode: the Canvas's three modes and none are accepted, by
+// flag or variable, and are the modes the gateway rules know; anything else
+// is refused naming the flag.
+func TestWorkerMetricsMode(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	if w := parseWorker(t); w.MetricsMode != "ServiceMonitor" {
+		t.Errorf("default --metrics-mode = %q, want ServiceMonitor (the Canvas operator's code default)", w.MetricsMode)
+	}
+	for _, mode := range MetricsModes {
+		w := parseWorker(t, "--metrics-mode", mode)
+		if err := w.Validate(); err != nil {
+			t.Errorf("--metrics-mode %s: %v", mode, err)
+		}
+		if err := (gateway.Config{Gateway: gateway.GatewayIstio, MetricsMode: mode}).WithDefaults().Validate(); err != nil {
+			t.Errorf("gateway rules refuse %s: %v", mode, err)
+		}
+	}
+	t.Setenv("ODAFLOW_METRICS_MODE", "PrometheusAnnotation")
+	if w := parseWorker(t); w.MetricsMode != "PrometheusAnnotation" {
+		t.Errorf("ODAFLOW_METRICS_MODE gives %q", w.MetricsMode)
+	}
+	err := parseWorker(t, "--metrics-mode", "prometheus").Validate()
+	if err == nil || !strings.Contains(err.Error(), `--metrics-mode "prometheus" must be one of ServiceMonitor, PrometheusAnnotation, DataDogAnnotation, none`) {
+		t.Errorf("--metrics-mode prometheus: %v", err)
 	}
 }

@@ -278,6 +278,8 @@ func TestRBAC(t *testing.T) {
 			{"get", "apps", "replicasets", "", "components", "rs", true, "pod owner lookup"},
 			{"patch", "apps", "deployments", "", "components", "d", true, "sidecar rollout"},
 			{"create", "monitoring.coreos.com", "servicemonitors", "", "components", "", true, "metrics APIs"},
+			{"patch", "", "pods", "", "components", "p", true, "PrometheusAnnotation: a metrics API's pods"},
+			{"get", "", "services", "", "components", "s", true, "PrometheusAnnotation: the implementation's selector"},
 			{"delete", "networking.istio.io", "virtualservices", "", "components", "v", true, "stale VirtualService under kong-admin"},
 			{"create", "authentication.k8s.io", "tokenreviews", "", "", "", true, "vault.tokenReviewer"},
 			// Never.

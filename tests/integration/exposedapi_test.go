@@ -127,6 +127,9 @@ func TestExposedAPILifecycleOnRealServers(t *testing.T) {
 	waitExposed(t, ns, core, true, true)
 	waitPhase(t, ns, component, oda.StatusComplete, 30*time.Second)
 	recordHistory(t, oda.WorkflowID("ExposedAPI", ns, core), "exposedapi-lifecycle.json")
+	// A metrics API's readiness changes call Expose again (its pods are
+	// annotated in the annotation metrics modes): replayed too.
+	recordHistory(t, oda.WorkflowID("ExposedAPI", ns, metrics), "exposedapi-metrics.json")
 
 	// An upgrade that changes the path moves the route.
 	updateComponent(t, ns, component, func(cur *unstructured.Unstructured) {

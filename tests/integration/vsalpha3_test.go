@@ -16,11 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	odaflowchart "github.com/odaflow/odaflow/charts/odaflow"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/oda"
@@ -44,23 +41,9 @@ func TestVirtualServiceOnAClusterServingOnlyV1alpha3(t *testing.T) {
 		impl = "vsa-prodcatapi"
 		ip   = "34.159.217.74"
 	)
-	tools, err := localstack.LookupTools()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crdDir := t.TempDir()
-	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
-		t.Fatal(err)
-	}
-	writeV1alpha3OnlyVirtualServiceCRD(t, crdDir)
+	kube, c := startCluster(t, func(crdDir string) { writeV1alpha3OnlyVirtualServiceCRD(t, crdDir) })
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	kube, err := localstack.StartKube(ctx, localstack.Options{ToolsDir: tools, DataDir: t.TempDir(), CRDDir: crdDir})
-	if err != nil {
-		t.Fatalf("start the v1alpha3 cluster: %v", err)
-	}
-	t.Cleanup(func() { _ = kube.Stop() })
-	c := &kit.Cluster{Dyn: dynamic.NewForConfigOrDie(kube.RESTConfig), Core: kubernetes.NewForConfigOrDie(kube.RESTConfig), Temporal: stack.tc}
 
 	// The cluster serves VirtualServices in v1alpha3 only.
 	disc := c.Core.Discovery()

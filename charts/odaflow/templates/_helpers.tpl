@@ -58,19 +58,27 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{/*
-Image reference. Follows the Canvas umbrella convention: global.image.registry,
-when set, wins over image.registry (global.imageRegistry, the Bitnami
-spelling, is honoured too). A digest wins over the tag; the tag defaults to
-the chart's appVersion.
+The umbrella's registry: global.image.registry (the Canvas writes it with a
+trailing slash, "myreg.io/"), or global.imageRegistry, the Bitnami spelling.
+Empty when neither is set.
 */}}
-{{- define "odaflow.image" -}}
-{{- $registry := .Values.image.registry }}
+{{- define "odaflow.globalRegistry" -}}
 {{- $global := .Values.global | default dict }}
 {{- if and (kindIs "map" $global.image) $global.image.registry }}
-{{- $registry = $global.image.registry }}
+{{- trimSuffix "/" $global.image.registry }}
 {{- else if $global.imageRegistry }}
-{{- $registry = $global.imageRegistry }}
+{{- trimSuffix "/" $global.imageRegistry }}
 {{- end }}
+{{- end }}
+
+{{/*
+Image reference. Follows the Canvas umbrella convention: the global registry,
+when set, wins over image.registry. A digest wins over the tag; the tag
+defaults to the chart's appVersion and, as in the Canvas's charts, gets
+"-<prereleaseSuffix>" appended when prereleaseSuffix is set.
+*/}}
+{{- define "odaflow.image" -}}
+{{- $registry := include "odaflow.globalRegistry" . | default .Values.image.registry }}
 {{- $ref := .Values.image.repository }}
 {{- if $registry }}
 {{- $ref = printf "%s/%s" (trimSuffix "/" $registry) .Values.image.repository }}
@@ -78,7 +86,33 @@ the chart's appVersion.
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" $ref .Values.image.digest }}
 {{- else }}
-{{- printf "%s:%s" $ref (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- $tag := default .Chart.AppVersion .Values.image.tag | toString }}
+{{- with .Values.prereleaseSuffix }}
+{{- $tag = printf "%s-%s" $tag (toString .) }}
+{{- end }}
+{{- printf "%s:%s" $ref $tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+Pull policy of odaflow's image: Always with a prereleaseSuffix (a
+pre-release tag is pushed again under the same name, which is why the Canvas's
+charts pull it every time), image.pullPolicy otherwise.
+*/}}
+{{- define "odaflow.imagePullPolicy" -}}
+{{- if .Values.prereleaseSuffix }}Always{{ else }}{{ .Values.image.pullPolicy }}{{ end }}
+{{- end }}
+
+{{/*
+The secrets sidecar's image: webhook.sidecarInjection.image under the global
+registry when one is set, as the Canvas prefixes its sidecar image.
+*/}}
+{{- define "odaflow.sidecarImage" -}}
+{{- $image := required "webhook.sidecarInjection.image is required" .Values.webhook.sidecarInjection.image }}
+{{- with include "odaflow.globalRegistry" . }}
+{{- printf "%s/%s" . $image }}
+{{- else }}
+{{- $image }}
 {{- end }}
 {{- end }}
 
@@ -105,15 +139,32 @@ imagePullSecrets:
 {{- end }}
 {{- end }}
 
-{{/* Comma-separated watched namespaces (empty = all). */}}
+{{/*
+Comma-separated watched namespaces (empty = all). monitoredNamespaces, the
+Canvas operators' comma-separated string, wins when it is not empty, so that
+Canvas values given as they are mean what they meant to the Canvas;
+otherwise the watchNamespaces list.
+*/}}
 {{- define "odaflow.namespaces" -}}
-{{- join "," (.Values.watchNamespaces | default list) }}
+{{- $list := .Values.watchNamespaces | default list }}
+{{- with .Values.monitoredNamespaces }}
+{{- $list = list }}
+{{- range (splitList "," .) }}
+{{- with trim . }}{{ $list = append $list . }}{{ end }}
+{{- end }}
+{{- end }}
+{{- join "," $list }}
 {{- end }}
 
-{{/* true when any watchNamespaces entry is a glob. */}}
+{{/* The watched namespaces as a list (odaflow.namespaces split). */}}
+{{- define "odaflow.namespaceList" -}}
+{{- compact (splitList "," (include "odaflow.namespaces" .)) | toJson }}
+{{- end }}
+
+{{/* true when any watched namespace is a glob. */}}
 {{- define "odaflow.namespacesHaveGlob" -}}
 {{- $glob := false }}
-{{- range (.Values.watchNamespaces | default list) }}
+{{- range (include "odaflow.namespaceList" . | fromJsonArray) }}
 {{- if regexMatch "[*?\\[]" . }}{{ $glob = true }}{{ end }}
 {{- end }}
 {{- $glob }}
@@ -125,8 +176,8 @@ imagePullSecrets:
 {{- fail (printf "rbac.scope must be cluster or namespaced, not %q" .Values.rbac.scope) }}
 {{- end }}
 {{- if eq .Values.rbac.scope "namespaced" }}
-{{- if empty .Values.watchNamespaces }}
-{{- fail "rbac.scope=namespaced needs a non-empty watchNamespaces list" }}
+{{- if not (include "odaflow.namespaces" .) }}
+{{- fail "rbac.scope=namespaced needs watched namespaces (watchNamespaces or monitoredNamespaces)" }}
 {{- end }}
 {{- if eq (include "odaflow.namespacesHaveGlob" .) "true" }}
 {{- fail "rbac.scope=namespaced cannot grant access to glob namespaces; list literal names or use rbac.scope=cluster" }}
