@@ -3,9 +3,12 @@ package config
 import (
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/odaflow/odaflow/internal/config/configtest"
 )
@@ -172,6 +175,39 @@ func TestUnparsableVariablesAreReportedTogether(t *testing.T) {
 		`ODAFLOW_KUBE_QPS="fast"`, `ODAFLOW_CHILD_STATUS_WINDOW="250"`, "--log-level"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %s", err, want)
+		}
+	}
+}
+
+// TestIngressNamespaceIsTheChartsAndNeverAll: the binary's default is the
+// chart's, and an empty namespace (which the informer reads as every
+// namespace, where a tenant's Service could become the ingress) is refused.
+func TestIngressNamespaceIsTheChartsAndNeverAll(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("ODAFLOW_IDENTITY", "watcher-0")
+	raw, err := os.ReadFile("../../charts/odaflow/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Gateway struct {
+			Ingress struct {
+				Namespace string `json:"namespace"`
+			} `json:"ingress"`
+		} `json:"gateway"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	if w := parseWatcher(t); w.IngressNamespace != values.Gateway.Ingress.Namespace || w.IngressNamespace != DefaultIngressNamespace {
+		t.Errorf("default --ingress-namespace %q, chart's %q", w.IngressNamespace, values.Gateway.Ingress.Namespace)
+	}
+	for _, err := range []error{
+		parseWatcher(t, "--ingress-namespace=").Validate(),
+		parseWorker(t, "--ingress-namespace=").Validate(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "--ingress-namespace must name") {
+			t.Errorf("empty --ingress-namespace: %v, want a refusal", err)
 		}
 	}
 }

@@ -129,7 +129,7 @@ func run(m *testing.M) int {
 	stack.common = config.Common{
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
-		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway",
+		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway", IngressNamespace: "istio-ingress",
 		SearchAttributes: true,
 	}
 	if err := startDoubles(ctx); err != nil {
