@@ -249,14 +249,21 @@ func actionOf(eventType string) RoleAction {
 	return RoleIgnore
 }
 
-// checkRoleName refuses names Keycloak would store but odaflow could not
-// address again: the name is a path segment of the delete call.
+// checkRoleName refuses role names that are not one plain path segment:
+// the name goes, unescaped, into the Keycloak admin URLs of the role's get,
+// create-check and delete calls, where a / or \ reaches another path, ? and
+// # end the path (a delete of "x?y" deletes role x), % is decoded by the
+// server, and . or .. are collapsed into the client's own URL. It applies
+// to the names hubs send and to an IdentityConfig's own roles alike.
 func checkRoleName(name string) error {
 	if len(name) > maxRoleName {
 		return fmt.Errorf("longer than %d bytes", maxRoleName)
 	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%q is not a role name", name)
+	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || unicode.IsControl(r) {
+		if strings.ContainsRune(`/\?#%`, r) || unicode.IsControl(r) {
 			return fmt.Errorf("%q contains %q", name, r)
 		}
 	}

@@ -149,6 +149,8 @@ func TestHubParseEvent(t *testing.T) {
 		{name: "blank name", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":"  "}}}`, bad: "name is required"},
 		{name: "name not a string", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":7}}}`, bad: "name is required"},
 		{name: "name with a slash", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":"a/b"}}}`, bad: "contains '/'"},
+		{name: "name ending the path", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":"Admin?x"}}}`, bad: "contains '?'"},
+		{name: "name that is a dot segment", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":".."}}}`, bad: "is not a role name"},
 		{name: "name too long", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":"` + strings.Repeat("x", 256) + `"}}}`, bad: "longer than 255"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
