@@ -78,6 +78,20 @@ func HubURL(namespace string, ref APIRef) string {
 	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d%s/hub", ref.Implementation, namespace, ref.Port, p)
 }
 
+// HubService is the name of the Service a hub URL built by HubURL calls in
+// namespace, and false for any URL that is not such a cluster-local name.
+func HubService(namespace, hubURL string) (string, bool) {
+	u, err := url.Parse(hubURL)
+	if err != nil {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(u.Hostname(), "."+namespace+".svc.cluster.local")
+	if !ok || name == "" || strings.Contains(name, ".") {
+		return "", false
+	}
+	return name, true
+}
+
 // Hubs lists the subscriptions an IdentityConfig asks for, in a stable
 // order (partyRole first).
 func Hubs(namespace string, d Desired) []Hub {

@@ -217,3 +217,26 @@ func TestHubListenerRegistered(t *testing.T) {
 		}
 	}
 }
+
+func TestHubService(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      string
+		ok        bool
+	}{
+		{"built by HubURL", HubURL("comp", APIRef{Implementation: "pr", Path: "/c/partyRoleManagement/v4", Port: 8080}), "pr", true},
+		{"another namespace", "http://pr.other.svc.cluster.local:8080/hub", "", false},
+		{"a namespace ending like this one", "http://pr.xcomp.svc.cluster.local/hub", "", false},
+		{"a name with a dot", "http://a.pr.comp.svc.cluster.local/hub", "", false},
+		{"no name", "http://.comp.svc.cluster.local/hub", "", false},
+		{"any other host", "http://169.254.169.254/latest/hub", "", false},
+		{"not a URL", "http://[::1/hub", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := HubService("comp", tc.url)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("HubService(%q) = %q, %v; want %q, %v", tc.url, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

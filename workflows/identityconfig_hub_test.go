@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -284,5 +285,45 @@ func TestIdentityConfigOfAComponentSubscribesQuietly(t *testing.T) {
 		if got := strings.Join(f.events(), ","); got != tc.want {
 			t.Errorf("owned %v: events = %q, want %q", tc.owned, got, tc.want)
 		}
+	}
+}
+
+// A hub the activity refuses (an ExternalName Service) leaves the
+// IdentityConfig Failed, not Ready, with the reason on its condition and a
+// Warning Event, and is not retried on a backoff: only a change (or the
+// drift check) looks again.
+func TestIdentityConfigWithARefusedHubIsFailed(t *testing.T) {
+	env, f := newIdentityEnv(t)
+	var id *activities.Identity
+	calls := 0
+	env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
+			calls++
+			return activities.RegisterHubResult{}, temporal.NewNonRetryableApplicationError("hub Service pr is of type ExternalName", activities.ErrTypeHubRefused, nil)
+		})
+	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
+	at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
+	runIdentity(env, 24*time.Hour)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("RegisterHub called %d times in 3 hours, want 1", calls)
+	}
+	var cond map[string]any
+	warned := false
+	for _, s := range f.statuses {
+		if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
+			cond, _ = conds[0].(map[string]any)
+		}
+		if s.Event != nil && s.Event.Type == "Warning" && s.Event.Reason == activities.ErrTypeHubRefused {
+			warned = true
+		}
+	}
+	if cond["status"] != "False" || cond["reason"] != activities.ErrTypeHubRefused || !strings.Contains(fmt.Sprint(cond["message"]), "ExternalName") {
+		t.Errorf("Ready condition = %v, want False/%s naming ExternalName", cond, activities.ErrTypeHubRefused)
+	}
+	if !warned {
+		t.Errorf("events = %v, want a Warning %s Event", f.events(), activities.ErrTypeHubRefused)
 	}
 }
