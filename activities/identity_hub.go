@@ -106,6 +106,11 @@ type RegisterHubResult struct {
 // one change nothing), so a duplicate only delivers events twice.
 func (a *Identity) RegisterHub(ctx context.Context, in RegisterHubInput) (RegisterHubResult, error) {
 	var res RegisterHubResult
+	// The tenant's doing first: a refused hub is refused whatever the
+	// worker's listener settings.
+	if err := a.checkHubService(ctx, in.Ref.Namespace, in.Hub.URL); err != nil {
+		return res, err
+	}
 	key, keyID, err := a.signingKey()
 	if err != nil {
 		return res, err
@@ -115,9 +120,6 @@ func (a *Identity) RegisterHub(ctx context.Context, in RegisterHubInput) (Regist
 	if ex := in.Existing; ex != nil && ex.API == want.API && ex.HubURL == want.HubURL && ex.Callback == want.Callback && ex.KeyID == want.KeyID {
 		res.Subscription = *ex
 		return res, nil
-	}
-	if err := a.checkHubService(ctx, in.Ref.Namespace, in.Hub.URL); err != nil {
-		return res, err
 	}
 	token := identity.ListenerToken(key, in.Ref.Namespace, in.Ref.Name)
 	body, err := json.Marshal(identity.SubscriptionBody(in.Hub.API, identity.CallbackWithToken(callback, token)))
