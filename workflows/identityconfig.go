@@ -265,7 +265,8 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 	// A refused hub (an ExternalName Service) is the tenant's doing, like
 	// an invalid spec: the IdentityConfig is Failed until the Service or
 	// the spec changes (the drift check looks again).
-	refused := hubErr != nil && hubErr.Reason == activities.ErrTypeHubRefused
+	refused := hubErr != nil && hubErr.Reason == activities.ErrTypeHubRefused &&
+		workflow.GetVersion(ctx, changeHubRefused, workflow.DefaultVersion, 1) == 1
 	switch {
 	case hubErr == nil:
 		r.succeeded()
@@ -308,6 +309,12 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 
 // fail reports a failed attempt and schedules the next one after a
 // backoff; the drift timer is dropped until the identity is back.
+// changeHubRefused: a hub the activity refuses (activities.ErrTypeHubRefused,
+// an ExternalName Service) leaves the IdentityConfig Failed without a
+// backoff. A history in which an older workflow worker met that error
+// (a new activity worker during a rolling upgrade) took the backoff.
+const changeHubRefused = "identityconfig-hub-refused"
+
 func (x *identityConfig) fail(ctx workflow.Context, r *resourceLoop, f *oda.Failure) {
 	x.drift.stop()
 	r.retryAfterBackoff(ctx)
