@@ -15,6 +15,9 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 	"go.temporal.io/sdk/temporal"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/odaflow/odaflow/identity"
 	"github.com/odaflow/odaflow/oda"
@@ -32,6 +35,9 @@ const (
 	// ErrTypeListenerMisconfigured: the worker has no listener base URL or
 	// key, so it cannot give a hub a callback.
 	ErrTypeListenerMisconfigured = "ListenerMisconfigured"
+	// ErrTypeHubRefused: the hub's Service is not one odaflow calls (an
+	// ExternalName alias to a host of the tenant's choosing).
+	ErrTypeHubRefused = "HubRefused"
 )
 
 // HubConfig is what the hub activities need from the worker's flags.
@@ -100,6 +106,11 @@ type RegisterHubResult struct {
 // one change nothing), so a duplicate only delivers events twice.
 func (a *Identity) RegisterHub(ctx context.Context, in RegisterHubInput) (RegisterHubResult, error) {
 	var res RegisterHubResult
+	// The tenant's doing first: a refused hub is refused whatever the
+	// worker's listener settings.
+	if err := a.checkHubService(ctx, in.Ref.Namespace, in.Hub.URL); err != nil {
+		return res, err
+	}
 	key, keyID, err := a.signingKey()
 	if err != nil {
 		return res, err
@@ -138,7 +149,7 @@ func (a *Identity) RegisterHub(ctx context.Context, in RegisterHubInput) (Regist
 	a.log().Info("hub subscription registered", "identityConfig", in.Ref.String(), "hub", in.Hub.URL, "subscription", want.ID)
 	if ex := in.Existing; ex != nil && ex.ID != "" {
 		res.Replaced = ex.ID
-		if _, err := a.unregister(ctx, *ex); err != nil {
+		if _, err := a.unregister(ctx, in.Ref.Namespace, *ex); err != nil {
 			// The new subscription is in place; the old one delivers
 			// events to a listener path that still verifies only if the
 			// key is unchanged, and at worst duplicates them.
@@ -162,13 +173,17 @@ type UnregisterHubResult struct {
 
 // UnregisterHub DELETEs `<hub>/<id>`; a 404 means it is already gone.
 func (a *Identity) UnregisterHub(ctx context.Context, in UnregisterHubInput) (UnregisterHubResult, error) {
-	deleted, err := a.unregister(ctx, in.Subscription)
+	deleted, err := a.unregister(ctx, in.Ref.Namespace, in.Subscription)
 	return UnregisterHubResult{Deleted: deleted}, err
 }
 
-func (a *Identity) unregister(ctx context.Context, s HubSubscription) (bool, error) {
+func (a *Identity) unregister(ctx context.Context, namespace string, s HubSubscription) (bool, error) {
 	if s.ID == "" {
 		return false, nil
+	}
+	// The Service may have become an alias since the subscription was made.
+	if err := a.checkHubService(ctx, namespace, s.HubURL); err != nil {
+		return false, err
 	}
 	target := strings.TrimRight(s.HubURL, "/") + "/" + url.PathEscape(s.ID)
 	code, _, err := a.hubCall(ctx, http.MethodDelete, target, nil)
@@ -256,6 +271,35 @@ func (a *Identity) signingKey() ([]byte, string, error) {
 		return nil, "", temporal.NewNonRetryableApplicationError("the listener key file holds no key", ErrTypeListenerMisconfigured, nil)
 	}
 	return keys[0], identity.KeyID(keys[0]), nil
+}
+
+// checkHubService refuses a hub whose Service is an ExternalName: the
+// cluster DNS answers its name with a CNAME to any host the tenant wrote,
+// and the worker, from inside the Canvas, would call it with the listener
+// token. A Service not there (yet) is left to the call itself, which fails
+// until it exists. Without apiserver clients (unit tests of the HTTP side)
+// there is nothing to check; the worker always has them.
+func (a *Identity) checkHubService(ctx context.Context, namespace, hubURL string) error {
+	if a.Kube == nil || a.Kube.Core == nil {
+		return nil
+	}
+	name, ok := identity.HubService(namespace, hubURL)
+	if !ok {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("hub %s does not name a Service in namespace %s", hubURL, namespace), ErrTypeHubRefused, nil)
+	}
+	svc, err := a.Kube.Core.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return temporal.NewApplicationError(fmt.Sprintf("read hub Service %s/%s: %v", namespace, name, err), ErrTypeHubUnavailable)
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("hub Service %s is of type ExternalName: odaflow calls only Services that select the component's own pods; make it a ClusterIP Service", name),
+			ErrTypeHubRefused, nil)
+	}
+	return nil
 }
 
 // hubCall makes one request and reads at most 64 KiB of the answer. It

@@ -34,8 +34,9 @@ type ServiceInventory struct {
 // RegisterDependencyInput is one dependency to record.
 type RegisterDependencyInput struct {
 	Registration dependency.Registration `json:"registration"`
-	// Ref and UID name the DependentAPI; HasFinalizer says whether it
-	// already carries odaflow's finalizer.
+	// Ref and UID name the DependentAPI, whose record is the one carrying
+	// them (both register and unregister need them); HasFinalizer says
+	// whether it already carries odaflow's finalizer.
 	Ref          oda.Ref `json:"ref"`
 	UID          string  `json:"uid"`
 	HasFinalizer bool    `json:"hasFinalizer,omitempty"`
@@ -48,20 +49,24 @@ type RegisterDependencyResult struct {
 }
 
 // RegisterDependency creates or updates the dependency's record. It finds
-// the record by its characteristics rather than trusting a remembered id,
-// so a retry after a lost response never creates a second one, and it
-// deletes duplicates an earlier operator left behind.
+// the record by its owner characteristics (the DependentAPI's namespace,
+// name and uid) rather than trusting a remembered id, so a retry after a
+// lost response never creates a second one, and it deletes duplicates of
+// its own. Records that name another owner, or none, are never touched.
 func (s *ServiceInventory) RegisterDependency(ctx context.Context, in RegisterDependencyInput) (RegisterDependencyResult, error) {
 	if s.URL == "" {
 		return RegisterDependencyResult{}, nil
+	}
+	owner, err := ownerOf(in)
+	if err != nil {
+		return RegisterDependencyResult{}, err
 	}
 	if !in.HasFinalizer && s.Kube != nil {
 		if err := s.Kube.EnsureFinalizer(ctx, EnsureFinalizerInput{Ref: in.Ref, UID: in.UID}); err != nil {
 			return RegisterDependencyResult{}, err
 		}
 	}
-	reg := in.Registration
-	keep, dups, err := s.find(ctx, reg)
+	keep, dups, err := s.find(ctx, owner)
 	if err != nil {
 		return RegisterDependencyResult{}, err
 	}
@@ -70,7 +75,7 @@ func (s *ServiceInventory) RegisterDependency(ctx context.Context, in RegisterDe
 			return RegisterDependencyResult{}, err
 		}
 	}
-	body := dependency.ServiceBody(reg)
+	body := dependency.ServiceBody(in.Registration, owner)
 	if keep == "" {
 		var created map[string]any
 		if err := s.do(ctx, http.MethodPost, "/service", body, &created, http.StatusCreated); err != nil {
@@ -88,13 +93,17 @@ func (s *ServiceInventory) RegisterDependency(ctx context.Context, in RegisterDe
 	return RegisterDependencyResult{ID: keep}, nil
 }
 
-// UnregisterDependency deletes the dependency's record(s); a record already
-// gone is success.
+// UnregisterDependency deletes the DependentAPI's own record(s); a record
+// already gone is success.
 func (s *ServiceInventory) UnregisterDependency(ctx context.Context, in RegisterDependencyInput) error {
 	if s.URL == "" {
 		return nil
 	}
-	keep, dups, err := s.find(ctx, in.Registration)
+	owner, err := ownerOf(in)
+	if err != nil {
+		return err
+	}
+	keep, dups, err := s.find(ctx, owner)
 	if err != nil {
 		return err
 	}
@@ -109,13 +118,30 @@ func (s *ServiceInventory) UnregisterDependency(ctx context.Context, in Register
 	return nil
 }
 
-func (s *ServiceInventory) find(ctx context.Context, reg dependency.Registration) (string, []string, error) {
+// ownerOf is the DependentAPI the request is for. Without its namespace,
+// name and uid no record can be shown to be its own, so nothing is written
+// or deleted (a request scheduled by a release before owners were
+// recorded: the workflow's retry sends them).
+func ownerOf(in RegisterDependencyInput) (dependency.Owner, error) {
+	owner := dependency.Owner{Namespace: in.Ref.Namespace, Name: in.Ref.Name, UID: in.UID}
+	if !owner.Complete() {
+		return owner, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("service inventory: the request names no DependentAPI (namespace %q, name %q, uid %q): no record can be shown to be its own", owner.Namespace, owner.Name, owner.UID),
+			ErrTypeInventoryRejected, nil)
+	}
+	return owner, nil
+}
+
+// find lists the records carrying the owner's uid (the inventory filters
+// on one characteristic value) and keeps those whose owner
+// characteristics are all the owner's.
+func (s *ServiceInventory) find(ctx context.Context, owner dependency.Owner) (string, []string, error) {
 	var services []map[string]any
-	q := url.Values{"serviceCharacteristic.value": {reg.ComponentName}}
+	q := url.Values{"serviceCharacteristic.value": {owner.UID}}
 	if err := s.do(ctx, http.MethodGet, "/service?"+q.Encode(), nil, &services, http.StatusOK); err != nil {
 		return "", nil, err
 	}
-	keep, dups := dependency.Records(services, reg.ComponentName, reg.DependencyName)
+	keep, dups := dependency.Records(services, owner)
 	return keep, dups, nil
 }
 

@@ -127,32 +127,3 @@ func TestRequestOfAndProviderOf(t *testing.T) {
 		t.Fatalf("ProviderOf = %+v", p)
 	}
 }
-
-func TestServiceBodyAndRecords(t *testing.T) {
-	reg := Registration{ComponentName: "f-cat", DependencyName: "downstreamproductcatalog", URL: "https://x/y", SpecURL: catalogSpec, Active: true}
-	body := ServiceBody(reg)
-	if body["state"] != "active" || body["serviceType"] != "API" || body["@type"] != "Service" {
-		t.Fatalf("body = %v", body)
-	}
-	for name, want := range map[string]string{CharComponentName: "f-cat", CharDependencyName: "downstreamproductcatalog", CharURL: "https://x/y", CharSpecification: catalogSpec} {
-		if got := Characteristic(body, name); got != want {
-			t.Errorf("characteristic %s = %q, want %q", name, got, want)
-		}
-	}
-	reg.Active = false
-	if ServiceBody(reg)["state"] != "inactive" {
-		t.Error("a lost provider must make the record inactive")
-	}
-	rec := func(id, comp, dep string) map[string]any {
-		s := ServiceBody(Registration{ComponentName: comp, DependencyName: dep})
-		s["id"] = id
-		return s
-	}
-	keep, dups := Records([]map[string]any{rec("b", "f-cat", "d"), rec("c", "f-cat", "other"), rec("a", "f-cat", "d"), rec("d", "g-cat", "d")}, "f-cat", "d")
-	if keep != "a" || len(dups) != 1 || dups[0] != "b" {
-		t.Fatalf("Records = %q, %q; want a, [b]", keep, dups)
-	}
-	if keep, dups := Records(nil, "f-cat", "d"); keep != "" || dups != nil {
-		t.Fatalf("Records(nil) = %q, %q", keep, dups)
-	}
-}

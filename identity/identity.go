@@ -153,6 +153,8 @@ func FromSpec(name string, spec map[string]any) (Desired, error) {
 		bad("spec.canvasSystemRole must be a string, got %T", spec["canvasSystemRole"])
 	case strings.TrimSpace(role) == "":
 		bad("spec.canvasSystemRole must not be empty")
+	case checkRoleName(role) != nil:
+		bad("spec.canvasSystemRole: %v", checkRoleName(role))
 	default:
 		d.CanvasSystemRole = role
 	}
@@ -174,6 +176,13 @@ func FromSpec(name string, spec map[string]any) (Desired, error) {
 			n, _ := obj["name"].(string)
 			if strings.TrimSpace(n) == "" {
 				bad("spec.componentRole[%d].name is required", i)
+				continue
+			}
+			// A role name is a path segment of Keycloak's admin API (the
+			// canvasSystemRole on the canvassystem client too): checked
+			// as the listener checks the names hubs send.
+			if err := checkRoleName(n); err != nil {
+				bad("spec.componentRole[%d].name: %v", i, err)
 				continue
 			}
 			desc, _ := obj["description"].(string)

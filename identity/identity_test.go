@@ -93,6 +93,33 @@ func TestFromSpec(t *testing.T) {
 			spec:    map[string]any{"canvasSystemRole": "  "},
 			wantErr: []string{"spec.canvasSystemRole must not be empty"},
 		},
+		{
+			name:    "canvas role that is a Keycloak path",
+			ic:      "c",
+			spec:    map[string]any{"canvasSystemRole": "../../../users"},
+			wantErr: []string{"spec.canvasSystemRole: \"../../../users\" contains '/'"},
+		},
+		{
+			name: "component roles that are not one path segment",
+			ic:   "c",
+			spec: map[string]any{"canvasSystemRole": "Admin", "componentRole": []any{
+				map[string]any{"name": "a/b"}, map[string]any{"name": `a\b`}, map[string]any{"name": "victim?x"},
+				map[string]any{"name": "x#y"}, map[string]any{"name": "a%2Fb"}, map[string]any{"name": ".."}, map[string]any{"name": "."},
+				map[string]any{"name": "tab\there"}, map[string]any{"name": strings.Repeat("r", 256)},
+				map[string]any{"name": "cat1.owner_ok-role~2 with space"},
+			}},
+			wantErr: []string{
+				`spec.componentRole[0].name: "a/b" contains '/'`,
+				`spec.componentRole[1].name: "a\\b" contains '\\'`,
+				`spec.componentRole[2].name: "victim?x" contains '?'`,
+				`spec.componentRole[3].name: "x#y" contains '#'`,
+				`spec.componentRole[4].name: "a%2Fb" contains '%'`,
+				`spec.componentRole[5].name: ".." is not a role name`,
+				`spec.componentRole[6].name: "." is not a role name`,
+				`spec.componentRole[7].name: "tab\there" contains '\t'`,
+				"spec.componentRole[8].name: longer than 255 bytes",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -78,6 +78,20 @@ func HubURL(namespace string, ref APIRef) string {
 	return fmt.Sprintf("http://%s.%s.svc.cluster.local:%d%s/hub", ref.Implementation, namespace, ref.Port, p)
 }
 
+// HubService is the name of the Service a hub URL built by HubURL calls in
+// namespace, and false for any URL that is not such a cluster-local name.
+func HubService(namespace, hubURL string) (string, bool) {
+	u, err := url.Parse(hubURL)
+	if err != nil {
+		return "", false
+	}
+	name, ok := strings.CutSuffix(u.Hostname(), "."+namespace+".svc.cluster.local")
+	if !ok || name == "" || strings.Contains(name, ".") {
+		return "", false
+	}
+	return name, true
+}
+
 // Hubs lists the subscriptions an IdentityConfig asks for, in a stable
 // order (partyRole first).
 func Hubs(namespace string, d Desired) []Hub {
@@ -249,14 +263,21 @@ func actionOf(eventType string) RoleAction {
 	return RoleIgnore
 }
 
-// checkRoleName refuses names Keycloak would store but odaflow could not
-// address again: the name is a path segment of the delete call.
+// checkRoleName refuses role names that are not one plain path segment:
+// the name goes, unescaped, into the Keycloak admin URLs of the role's get,
+// create-check and delete calls, where a / or \ reaches another path, ? and
+// # end the path (a delete of "x?y" deletes role x), % is decoded by the
+// server, and . or .. are collapsed into the client's own URL. It applies
+// to the names hubs send and to an IdentityConfig's own roles alike.
 func checkRoleName(name string) error {
 	if len(name) > maxRoleName {
 		return fmt.Errorf("longer than %d bytes", maxRoleName)
 	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%q is not a role name", name)
+	}
 	for _, r := range name {
-		if r == '/' || r == '\\' || unicode.IsControl(r) {
+		if strings.ContainsRune(`/\?#%`, r) || unicode.IsControl(r) {
 			return fmt.Errorf("%q contains %q", name, r)
 		}
 	}

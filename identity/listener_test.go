@@ -149,6 +149,8 @@ func TestHubParseEvent(t *testing.T) {
 		{name: "blank name", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":"  "}}}`, bad: "name is required"},
 		{name: "name not a string", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":7}}}`, bad: "name is required"},
 		{name: "name with a slash", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":"a/b"}}}`, bad: "contains '/'"},
+		{name: "name ending the path", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":"Admin?x"}}}`, bad: "contains '?'"},
+		{name: "name that is a dot segment", body: `{"eventType":"PartyRoleDeleteEvent","event":{"partyRole":{"name":".."}}}`, bad: "is not a role name"},
 		{name: "name too long", body: `{"eventType":"PartyRoleCreateEvent","event":{"partyRole":{"name":"` + strings.Repeat("x", 256) + `"}}}`, bad: "longer than 255"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -213,5 +215,28 @@ func TestHubListenerRegistered(t *testing.T) {
 		if got := ListenerRegistered(tc.want, tc.have); got != tc.out {
 			t.Errorf("%s: %v", tc.name, got)
 		}
+	}
+}
+
+func TestHubService(t *testing.T) {
+	for _, tc := range []struct {
+		name, url string
+		want      string
+		ok        bool
+	}{
+		{"built by HubURL", HubURL("comp", APIRef{Implementation: "pr", Path: "/c/partyRoleManagement/v4", Port: 8080}), "pr", true},
+		{"another namespace", "http://pr.other.svc.cluster.local:8080/hub", "", false},
+		{"a namespace ending like this one", "http://pr.xcomp.svc.cluster.local/hub", "", false},
+		{"a name with a dot", "http://a.pr.comp.svc.cluster.local/hub", "", false},
+		{"no name", "http://.comp.svc.cluster.local/hub", "", false},
+		{"any other host", "http://169.254.169.254/latest/hub", "", false},
+		{"not a URL", "http://[::1/hub", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := HubService("comp", tc.url)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("HubService(%q) = %q, %v; want %q, %v", tc.url, got, ok, tc.want, tc.ok)
+			}
+		})
 	}
 }

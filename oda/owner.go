@@ -83,13 +83,19 @@ func ClaimOf(recorded *OwnerRecord, me OwnerRecord, adopt bool) Claim {
 const ReasonOwnedElsewhere = "OwnedElsewhere"
 
 // Refusal explains why the object what (e.g. "Keycloak client
-// productcatalog") cannot be used by resource me. It names the other owner's
-// namespace and name only: a tenant learns that the name is taken and by
-// whom to talk to, nothing of the object's content.
+// productcatalog") cannot be used by resource me. The message goes to me's
+// status and Events, which me's tenant reads: it names the other owner only
+// when that owner is in me's own namespace. Another namespace is another
+// tenant, whose namespaces and objects are none of this tenant's business
+// (the Canvas administrator finds the owner in the object's record).
 func Refusal(what string, c Claim, recorded *OwnerRecord, me OwnerRecord) string {
 	switch c {
 	case ClaimForeign:
-		return fmt.Sprintf("%s belongs to %s, not to %s: odaflow never takes over, changes or deletes another resource's objects; choose another name", what, recorded, me)
+		owner := "a resource in another namespace"
+		if recorded.Namespace == me.Namespace {
+			owner = recorded.String()
+		}
+		return fmt.Sprintf("%s belongs to %s, not to %s: odaflow never takes over, changes or deletes another resource's objects; choose another name", what, owner, me)
 	case ClaimUnmarked:
 		return fmt.Sprintf("%s exists but records no owner (created outside odaflow, e.g. by the Python Canvas): odaflow does not take it over unless %s asks for it with the annotation %s: \"true\"", what, me, AnnotationAdopt)
 	case ClaimOwned, ClaimAdopt:

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
 )
@@ -65,7 +66,8 @@ type Config struct {
 	// Workers is the number of goroutines sending signals.
 	Workers int
 	// IngressSelector and IngressNamespace find the gateway's ingress
-	// Service ("" namespace = all).
+	// Service; "" is config.DefaultIngressNamespace, never every namespace
+	// (where any tenant could publish a Service with the selector's labels).
 	IngressSelector  labels.Selector
 	IngressNamespace string
 	// SearchAttributes starts workflows with OdaComponent, K8sNamespace and
@@ -154,6 +156,9 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 	}
 	if cfg.IngressSelector == nil {
 		cfg.IngressSelector = labels.SelectorFromSet(labels.Set{"istio": "ingressgateway"})
+	}
+	if cfg.IngressNamespace == "" {
+		cfg.IngressNamespace = config.DefaultIngressNamespace
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}

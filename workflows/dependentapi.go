@@ -117,9 +117,12 @@ func (d *dependentAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 			if d.st.ServiceID == "" && !hasFinalizer(r.st.Finalizers) {
 				return nil
 			}
+			// Ref and UID say whose record to remove: the activity deletes
+			// only records carrying them. (Input only: the commands, and so
+			// replay of earlier histories, are unchanged.)
 			var inv *activities.ServiceInventory
 			if err := workflow.ExecuteActivity(inventoryOptions(ctx, "remove the Service Inventory record"), inv.UnregisterDependency,
-				activities.RegisterDependencyInput{Registration: reg}).Get(ctx, nil); err != nil {
+				activities.RegisterDependencyInput{Registration: reg, Ref: r.ref, UID: r.st.UID}).Get(ctx, nil); err != nil {
 				return err
 			}
 			d.st.ServiceID = ""

@@ -170,6 +170,11 @@ func TestDependentAPIRecordsInTheServiceInventoryAndSurvivesItsOutage(t *testing
 	if len(f.unregisters) != 1 || len(f.released) != 1 {
 		t.Fatalf("deletion: unregisters=%d released=%d, want 1 and 1", len(f.unregisters), len(f.released))
 	}
+	// The inventory deletes only records carrying the DependentAPI's own
+	// namespace, name and uid, so the deletion must name them.
+	if u := f.unregisters[0]; u.Ref.Namespace != testNS || u.Ref.Name != "dep" || u.UID != "dep-uid" {
+		t.Errorf("unregister names %s/%s uid %q, want %s/dep uid dep-uid", u.Ref.Namespace, u.Ref.Name, u.UID, testNS)
+	}
 }
 
 func TestDependentAPIWithoutSpecificationIsFailed(t *testing.T) {

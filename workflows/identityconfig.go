@@ -262,10 +262,15 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		hubErr = hubFailure(err)
 	}
 	listener := identity.ListenerRegistered(hubs, x.subscribed())
+	// A refused hub (an ExternalName Service) is the tenant's doing, like
+	// an invalid spec: the IdentityConfig is Failed until the Service or
+	// the spec changes (the drift check looks again).
+	refused := hubErr != nil && hubErr.Reason == activities.ErrTypeHubRefused &&
+		workflow.GetVersion(ctx, changeHubRefused, workflow.DefaultVersion, 1) == 1
 	switch {
 	case hubErr == nil:
 		r.succeeded()
-	case hubErr.Reason == activities.ErrTypeListenerMisconfigured:
+	case hubErr.Reason == activities.ErrTypeListenerMisconfigured, refused:
 		// A worker run without a listener is a setting, not an outage:
 		// retrying on a backoff cannot change it, and across thousands of
 		// IdentityConfigs the retries were a steady stream of failing
@@ -283,7 +288,9 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 		events = append(events, activities.Event{Type: "Normal", Reason: "CredentialsRotated",
 			Message: "new client secret issued in Keycloak and written to Secret " + creds.SecretName})
 	}
-	if hubErr != nil || r.st.Failure != nil || r.st.Phase != PhaseIdentityReady || x.st.ReportedHash != r.st.Hash || x.st.ReportedListener != listener {
+	if refused {
+		r.report(ctx, PhaseIdentityFailed, false, hubErr, identityNotReady())
+	} else if hubErr != nil || r.st.Failure != nil || r.st.Phase != PhaseIdentityReady || x.st.ReportedHash != r.st.Hash || x.st.ReportedListener != listener {
 		r.report(ctx, PhaseIdentityReady, true, hubErr, identityReadyStatus(listener))
 		if r.st.Phase == PhaseIdentityReady {
 			x.st.ReportedHash, x.st.ReportedListener = r.st.Hash, listener
@@ -302,6 +309,12 @@ func (x *identityConfig) reconcile(ctx workflow.Context, r *resourceLoop) {
 
 // fail reports a failed attempt and schedules the next one after a
 // backoff; the drift timer is dropped until the identity is back.
+// changeHubRefused: a hub the activity refuses (activities.ErrTypeHubRefused,
+// an ExternalName Service) leaves the IdentityConfig Failed without a
+// backoff. A history in which an older workflow worker met that error
+// (a new activity worker during a rolling upgrade) took the backoff.
+const changeHubRefused = "identityconfig-hub-refused"
+
 func (x *identityConfig) fail(ctx workflow.Context, r *resourceLoop, f *oda.Failure) {
 	x.drift.stop()
 	r.retryAfterBackoff(ctx)

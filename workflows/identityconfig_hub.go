@@ -28,7 +28,7 @@ func hubOptions(summary string, attempts int32) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        15 * time.Second,
 			MaximumAttempts:        attempts,
-			NonRetryableErrorTypes: []string{activities.ErrTypeHubRejected, activities.ErrTypeListenerMisconfigured},
+			NonRetryableErrorTypes: []string{activities.ErrTypeHubRejected, activities.ErrTypeListenerMisconfigured, activities.ErrTypeHubRefused},
 		},
 	}
 }
@@ -217,7 +217,7 @@ func hubFailure(err error) *oda.Failure {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
-		case activities.ErrTypeHubRejected, activities.ErrTypeListenerMisconfigured:
+		case activities.ErrTypeHubRejected, activities.ErrTypeListenerMisconfigured, activities.ErrTypeHubRefused:
 			reason = appErr.Type()
 		}
 	}

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -226,23 +227,7 @@ func TestIdentityConfigHubDownRetriesWithReason(t *testing.T) {
 // drift check, not on a backoff (which, across thousands of
 // IdentityConfigs, would be a steady stream of failing activities).
 func TestIdentityConfigWithoutAListenerDoesNotRetryOnABackoff(t *testing.T) {
-	env, f := newIdentityEnv(t)
-	var id *activities.Identity
-	calls := 0
-	env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
-		func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
-			calls++
-			return activities.RegisterHubResult{}, temporal.NewNonRetryableApplicationError("the worker has no identity listener", activities.ErrTypeListenerMisconfigured, nil)
-		})
-	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
-	at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
-	runIdentity(env, 24*time.Hour)
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	if calls != 1 {
-		t.Errorf("RegisterHub called %d times in 3 hours, want 1", calls)
-	}
+	f := runRefusedHub(t, temporal.NewNonRetryableApplicationError("the worker has no identity listener", activities.ErrTypeListenerMisconfigured, nil))
 	var reason any
 	for _, s := range f.statuses {
 		if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
@@ -285,4 +270,53 @@ func TestIdentityConfigOfAComponentSubscribesQuietly(t *testing.T) {
 			t.Errorf("owned %v: events = %q, want %q", tc.owned, got, tc.want)
 		}
 	}
+}
+
+// A hub the activity refuses (an ExternalName Service) leaves the
+// IdentityConfig Failed, not Ready, with the reason on its condition and a
+// Warning Event, and is not retried on a backoff: only a change (or the
+// drift check) looks again.
+func TestIdentityConfigWithARefusedHubIsFailed(t *testing.T) {
+	f := runRefusedHub(t, temporal.NewNonRetryableApplicationError("hub Service pr is of type ExternalName", activities.ErrTypeHubRefused, nil))
+	var cond map[string]any
+	warned := false
+	for _, s := range f.statuses {
+		if conds, _ := s.Status["conditions"].([]any); len(conds) > 0 {
+			cond, _ = conds[0].(map[string]any)
+		}
+		if s.Event != nil && s.Event.Type == "Warning" && s.Event.Reason == activities.ErrTypeHubRefused {
+			warned = true
+		}
+	}
+	if cond["status"] != "False" || cond["reason"] != activities.ErrTypeHubRefused || !strings.Contains(fmt.Sprint(cond["message"]), "ExternalName") {
+		t.Errorf("Ready condition = %v, want False/%s naming ExternalName", cond, activities.ErrTypeHubRefused)
+	}
+	if !warned {
+		t.Errorf("events = %v, want a Warning %s Event", f.events(), activities.ErrTypeHubRefused)
+	}
+}
+
+// runRefusedHub runs an IdentityConfig with hubs for three hours while
+// every RegisterHub fails with err, and checks it was tried once: a
+// refusal retrying cannot change is not retried on a backoff.
+func runRefusedHub(t *testing.T, err error) *fakeKeycloak {
+	t.Helper()
+	env, f := newIdentityEnv(t)
+	var id *activities.Identity
+	calls := 0
+	env.OnActivity(id.RegisterHub, mock.Anything, mock.Anything).Return(
+		func(context.Context, activities.RegisterHubInput) (activities.RegisterHubResult, error) {
+			calls++
+			return activities.RegisterHubResult{}, err
+		})
+	at(env, time.Second, SignalResourceEvent, icEvent("h1", icHubSpec()))
+	at(env, 3*time.Hour, SignalResourceEvent, ResourceEventDeleted())
+	runIdentity(env, 24*time.Hour)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Errorf("RegisterHub called %d times in 3 hours, want 1", calls)
+	}
+	return f
 }

@@ -240,7 +240,7 @@ func runDev(args []string) error {
 
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
-		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway",
+		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway", IngressNamespace: config.DefaultIngressNamespace,
 		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none",
 	}
 	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",

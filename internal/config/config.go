@@ -40,7 +40,9 @@ type Common struct {
 	// with the system roots, false off.
 	TemporalTLS *bool
 	// IngressSelector and IngressNamespace find the gateway's ingress
-	// Service, whose address makes the ExposedAPI URLs.
+	// Service, whose address makes the ExposedAPI URLs. The namespace is
+	// required: searching every namespace would let a tenant's
+	// LoadBalancer Service with the selector's labels become the ingress.
 	IngressSelector  string
 	IngressNamespace string
 	// KubeQPS and KubeBurst bound this process's apiserver requests. The
@@ -147,6 +149,10 @@ type Watcher struct {
 	WorkflowTaskTimeout time.Duration
 }
 
+// DefaultIngressNamespace is where the Canvas charts install the Istio
+// ingress gateway, and the chart's gateway.ingress.namespace.
+const DefaultIngressNamespace = "istio-ingress"
+
 // Bind registers the common flags.
 func (c *Common) Bind(fs *flag.FlagSet) {
 	f := Flags{FS: fs, Errs: &c.envErrs}
@@ -164,7 +170,7 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	f.Float64(&c.KubeQPS, "kube-qps", 500, "apiserver requests per second this process may make")
 	f.Int(&c.KubeBurst, "kube-burst", 1000, "apiserver request burst")
 	f.String(&c.IngressSelector, "ingress-selector", "istio=ingressgateway", "label selector of the gateway's ingress Service")
-	f.String(&c.IngressNamespace, "ingress-namespace", "", "namespace of the gateway's ingress Service; empty searches all")
+	f.String(&c.IngressNamespace, "ingress-namespace", DefaultIngressNamespace, "namespace of the gateway's ingress Service (required: a Service in any other namespace is never the ingress)")
 	f.Bool(&c.SearchAttributes, "search-attributes", true,
 		"register and set the OdaComponent, K8sNamespace, OdaKind and DeploymentStatus search attributes")
 	f.String(&c.OTLPEndpoint, "otlp-endpoint", "",
@@ -212,6 +218,9 @@ func (c Common) Validate() error {
 	}
 	if c.TaskQueue == "" {
 		errs = append(errs, errors.New("--task-queue must not be empty"))
+	}
+	if c.IngressNamespace == "" {
+		errs = append(errs, fmt.Errorf("--ingress-namespace must name the namespace of the gateway's ingress Service (the chart's default is %s): odaflow does not search every namespace, where any tenant could publish a Service with the selector's labels", DefaultIngressNamespace))
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddress); err != nil {
 		errs = append(errs, fmt.Errorf("--http-address %q must be [host]:port", c.HTTPAddress))

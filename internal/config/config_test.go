@@ -3,9 +3,12 @@ package config
 import (
 	"errors"
 	"flag"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config/configtest"
@@ -201,5 +204,38 @@ func TestWorkerMetricsMode(t *testing.T) {
 	err := parseWorker(t, "--metrics-mode", "prometheus").Validate()
 	if err == nil || !strings.Contains(err.Error(), `--metrics-mode "prometheus" must be one of ServiceMonitor, PrometheusAnnotation, DataDogAnnotation, none`) {
 		t.Errorf("--metrics-mode prometheus: %v", err)
+	}
+}
+
+// TestIngressNamespaceIsTheChartsAndNeverAll: the binary's default is the
+// chart's, and an empty namespace (which the informer reads as every
+// namespace, where a tenant's Service could become the ingress) is refused.
+func TestIngressNamespaceIsTheChartsAndNeverAll(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("ODAFLOW_IDENTITY", "watcher-0")
+	raw, err := os.ReadFile("../../charts/odaflow/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Gateway struct {
+			Ingress struct {
+				Namespace string `json:"namespace"`
+			} `json:"ingress"`
+		} `json:"gateway"`
+	}
+	if err := yaml.Unmarshal(raw, &values); err != nil {
+		t.Fatal(err)
+	}
+	if w := parseWatcher(t); w.IngressNamespace != values.Gateway.Ingress.Namespace || w.IngressNamespace != DefaultIngressNamespace {
+		t.Errorf("default --ingress-namespace %q, chart's %q", w.IngressNamespace, values.Gateway.Ingress.Namespace)
+	}
+	for _, err := range []error{
+		parseWatcher(t, "--ingress-namespace=").Validate(),
+		parseWorker(t, "--ingress-namespace=").Validate(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "--ingress-namespace must name") {
+			t.Errorf("empty --ingress-namespace: %v, want a refusal", err)
+		}
 	}
 }

@@ -126,6 +126,8 @@ func run(m *testing.M) int {
 	stack.dyn = dynamic.NewForConfigOrDie(stack.kube.RESTConfig)
 	stack.core = kubernetes.NewForConfigOrDie(stack.kube.RESTConfig)
 	stack.tc = stack.temporal.Client()
+	// No IngressNamespace: the watcher reads "" as istio-ingress, never as
+	// every namespace (TestAttackerIngressServiceIsIgnored).
 	stack.common = config.Common{
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",

@@ -67,7 +67,19 @@ func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
 	hostile := child(oda.KindIdentityConfig, nsB, name, map[string]any{"canvasSystemRole": "Admin", "componentRole": []any{map[string]any{"name": "stolen"}}})
 	hostile.SetAnnotations(map[string]string{oda.AnnotationAdopt: "true", oda.AnnotationRotateCredentials: "now"})
 	create(t, oda.KindIdentityConfig, hostile)
-	waitIdentityCondition(t, nsB, name, oda.ReasonOwnedElsewhere, nsA+"/"+name)
+	waitIdentityCondition(t, nsB, name, oda.ReasonOwnedElsewhere, "belongs to a resource in another namespace")
+	// What team B reads (its status and its namespace's Events) does not
+	// name team A's namespace.
+	refused, err := get(oda.KindIdentityConfig, nsB, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, msg := condition(refused); strings.Contains(msg, nsA) {
+		t.Errorf("team B's condition names team A's namespace: %s", msg)
+	}
+	if events := eventsFor(t, nsB, name); containsAny(events, nsA) {
+		t.Errorf("team B's Events name team A's namespace: %v", events)
+	}
 	if _, err := stack.core.CoreV1().Secrets(nsB).Get(ctx, name+"-secret", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("team B got a credentials Secret: %v", err)
 	}
