@@ -6,6 +6,7 @@ package docs
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -99,26 +100,30 @@ func commands(text string) [][]string {
 	return out
 }
 
-// topLevel are the repository's own top-level folders and files: a code
-// span that starts with one of them names a path in the tree.
+// topLevel are the repository's own top-level folders and files, as git
+// tracks them: a code span that starts with one of them names a path in the
+// tree. Build outputs (bin/, .dev/) are git-ignored and so not among them.
 func topLevel(t *testing.T, root string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(root)
+	cmd := exec.Command("git", "ls-files")
+	cmd.Dir = root
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("git ls-files: %v", err)
 	}
-	var out []string
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") && e.Name() != ".ci" {
-			continue
+	seen := map[string]bool{}
+	var tops []string
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		top, rest, isDir := strings.Cut(f, "/")
+		if isDir && rest != "" {
+			top += "/"
 		}
-		name := e.Name()
-		if e.IsDir() {
-			name += "/"
+		if !seen[top] {
+			seen[top] = true
+			tops = append(tops, top)
 		}
-		out = append(out, name)
 	}
-	return out
+	return tops
 }
 
 // TestDocsNameOnlyWhatExists: every relative link, every path in a code
