@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,29 +27,6 @@ import (
 // smuggle a path into Keycloak's admin URLs, and to learn another tenant's
 // namespace from a refusal. Each attack must fail with the victim
 // untouched.
-
-// boundTenant is newTenant, once the apiserver's authorizer has seen the
-// tenant's RoleBindings (they take effect a moment after they are
-// created): a refused attack must be odaflow's doing, and a refused set-up
-// would only be the harness's.
-func boundTenant(t *testing.T, user string, ready bool, namespaces ...string) tenant {
-	t.Helper()
-	tn := newTenant(t, user, ready, namespaces...)
-	for _, ns := range namespaces {
-		eventually(t, 30*time.Second, user+" may write in "+ns, func() (bool, string) {
-			review, err := tn.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
-				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Verb: "create", Group: oda.Group, Resource: oda.KindIdentityConfig.GVR().Resource,
-				}},
-			}, metav1.CreateOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			return review.Status.Allowed, review.Status.Reason
-		})
-	}
-	return tn
-}
 
 // ownedRecord is the inventory record of the DependentAPI in namespace ns
 // whose component is component (nil when there is none), with its id.
@@ -88,8 +64,8 @@ func TestAttackerCannotRewriteOrDeleteAnotherTenantsRecord(t *testing.T) {
 		attackerProvider = "advrec-evil"
 		catalog          = "-productcatalogmanagement-v4"
 	)
-	victim := boundTenant(t, "advrec-victim", true, nsV)
-	attacker := boundTenant(t, "advrec-attacker", true, nsA)
+	victim := newTenant(t, "advrec-victim", true, nsV)
+	attacker := newTenant(t, "advrec-attacker", true, nsA)
 	victim.Create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(nsV, victimProvider))))
 	victim.Create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutAPI(fixtures.ProductCatalog(nsV, victimComponent), "productcatalogmanagement")))
 	providerURL, _ := apiStatus(waitExposed(t, nsV, victimProvider+catalog, true, true))
@@ -155,8 +131,8 @@ func TestAttackerIngressServiceIsIgnored(t *testing.T) {
 	if nsA >= "istio-ingress" {
 		t.Fatal("the attacker's namespace must sort first to be the one a search of every namespace picks")
 	}
-	victim := boundTenant(t, "adving-victim", true, nsV)
-	attacker := boundTenant(t, "adving-attacker", false, nsA)
+	victim := newTenant(t, "adving-victim", true, nsV)
+	attacker := newTenant(t, "adving-attacker", false, nsA)
 	victim.Create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(nsV, "adving-victim"))))
 	api := "adving-victim-productcatalogmanagement-v4"
 	before, _ := apiStatus(waitExposed(t, nsV, api, true, true))
@@ -199,7 +175,7 @@ func TestAttackerIngressServiceIsIgnored(t *testing.T) {
 // does not call it.
 func TestExternalNameHubIsRefused(t *testing.T) {
 	const ns, name = "it-advhub-attacker", "advhub-ic"
-	attacker := boundTenant(t, "advhub-attacker", false, ns)
+	attacker := newTenant(t, "advhub-attacker", false, ns)
 	alias := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "evilhub", Namespace: ns},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "metadata.attacker.example"},
@@ -223,7 +199,7 @@ func TestExternalNameHubIsRefused(t *testing.T) {
 // and no Keycloak client is made for it.
 func TestRoleNameWithASlashIsInvalid(t *testing.T) {
 	const ns, name = "it-advrole-attacker", "advrole-ic"
-	attacker := boundTenant(t, "advrole-attacker", false, ns)
+	attacker := newTenant(t, "advrole-attacker", false, ns)
 	attacker.Create(t, oda.KindIdentityConfig, child(oda.KindIdentityConfig, ns, name, map[string]any{
 		"canvasSystemRole": "Admin",
 		"componentRole":    []any{map[string]any{"name": "../../../../canvassystem/roles/Admin"}},
@@ -241,8 +217,8 @@ func TestRoleNameWithASlashIsInvalid(t *testing.T) {
 func TestRefusalNamesNoOtherTenant(t *testing.T) {
 	const nsV, nsA, name = "it-advname-victim", "it-advname-attacker", "advname-pc"
 	ctx := context.Background()
-	victim := boundTenant(t, "advname-victim", false, nsV)
-	attacker := boundTenant(t, "advname-attacker", false, nsA)
+	victim := newTenant(t, "advname-victim", false, nsV)
+	attacker := newTenant(t, "advname-attacker", false, nsA)
 	victim.Create(t, oda.KindIdentityConfig, child(oda.KindIdentityConfig, nsV, name, map[string]any{"canvasSystemRole": "Admin"}))
 	eventually(t, 60*time.Second, "the victim's identity", func() (bool, string) {
 		_, err := stack.core.CoreV1().Secrets(nsV).Get(ctx, name+"-secret", metav1.GetOptions{})

@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -57,7 +59,24 @@ func newTenant(t *testing.T, user string, ready bool, namespaces ...string) tena
 	}
 	cfg := rest.CopyConfig(stack.kube.RESTConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	return tenant{User: user, Dyn: dynamic.NewForConfigOrDie(cfg), Core: kubernetes.NewForConfigOrDie(cfg)}
+	tn := tenant{User: user, Dyn: dynamic.NewForConfigOrDie(cfg), Core: kubernetes.NewForConfigOrDie(cfg)}
+	// The authorizer sees a new RoleBinding a moment after it is stored:
+	// wait until it does, so that a refused write in a test is the attack's
+	// refusal, not the binding's delay.
+	for _, ns := range namespaces {
+		eventually(t, 30*time.Second, user+" may write in "+ns, func() (bool, string) {
+			review, err := tn.Core.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: ns, Verb: "create", Group: oda.Group, Resource: oda.KindComponent.GVR().Resource,
+				}},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return review.Status.Allowed, review.Status.Reason
+		})
+	}
+	return tn
 }
 
 func ensureTenantRole(t *testing.T) {
