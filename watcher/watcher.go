@@ -540,7 +540,9 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 	// after a repair, so that the repair's own write (sealed, the same
 	// state) is no news.
 	handled := ev.UID + "/" + ev.Hash
-	repair := forged && rs.ResourceVersion != obj.GetResourceVersion()
+	// Once per forged version: other news about the resource (a sibling's
+	// path, a provider) brings it here again before the repair lands.
+	repair := forged && (rs.Streak == 0 || rs.ResourceVersion != obj.GetResourceVersion())
 	if repair {
 		now := w.cfg.Clock.Now()
 		if d := repairDelay(rs.Streak, now.Sub(rs.At)); d > 0 {
