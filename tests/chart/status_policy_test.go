@@ -36,7 +36,8 @@ func TestStatusAdmissionPolicy(t *testing.T) {
 			ensureNamespaces(t, c, tc.system, tc.tenantNS, "istio-ingress")
 			apply(t, c, render(t, tc.release, tc.system, "", "rbac.scope="+tc.scope, "watchNamespaces={"+tc.tenantNS+"}", "webhook.enabled=false"), false)
 			tenant := tenantClient(t, k.RESTConfig, c, tc.tenantNS, "tenant-"+tc.scope)
-			worker := impersonate(k.RESTConfig, "system:serviceaccount:"+tc.system+":"+tc.release+"-worker")
+			// The release name lacks the chart's: <release>-odaflow-worker.
+			worker := impersonate(k.RESTConfig, "system:serviceaccount:"+tc.system+":"+tc.release+"-odaflow-worker")
 			checkStatusPolicy(t, tenant, worker, tc.tenantNS)
 		})
 	}
