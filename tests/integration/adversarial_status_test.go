@@ -16,6 +16,7 @@ import (
 
 	"github.com/odaflow/odaflow/activities"
 	"github.com/odaflow/odaflow/oda"
+	"github.com/odaflow/odaflow/tests/fixtures"
 )
 
 // forgedURL is where a hostile tenant would send another team's consumers:
@@ -154,4 +155,36 @@ func expectSealed(t *testing.T, u *unstructured.Unstructured) {
 		b, _ := json.Marshal(u.Object["status"])
 		t.Fatalf("odaflow's own status is not sealed: annotations %v status %s", u.GetAnnotations(), b)
 	}
+}
+
+// TestOdaflowsOwnStatusIsSealed: a whole Component lifecycle, as a tenant
+// installs it, ends with every status odaflow wrote (the Component's and
+// each child's) carrying a seal that vouches for it. The watcher signals a
+// repair only for a status whose seal does not vouch for it, so odaflow's
+// own writes cost no repair: no extra signal, reconcile or write.
+func TestOdaflowsOwnStatusIsSealed(t *testing.T) {
+	ns, name := "it-advsealed", "sealed-productcatalogmanagement"
+	tn := newTenant(t, "it-adv-sealed", true, ns)
+	tn.Create(t, oda.KindComponent, fixtures.ProductCatalog(ns, name))
+	waitPhase(t, ns, name, oda.StatusComplete, 60*time.Second)
+	n := 0
+	eventually(t, 30*time.Second, "every status odaflow wrote is sealed", func() (bool, string) {
+		var unsealed []string
+		n = 0
+		for _, kind := range []oda.Kind{oda.KindComponent, oda.KindExposedAPI, oda.KindDependentAPI, oda.KindIdentityConfig, oda.KindSecretsManagement} {
+			list, err := stack.dyn.Resource(kind.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for i := range list.Items {
+				u := &list.Items[i]
+				n++
+				if !sealed(u) {
+					unsealed = append(unsealed, kind.Name+"/"+u.GetName())
+				}
+			}
+		}
+		return n > 1 && len(unsealed) == 0, fmt.Sprintf("%d resources, unsealed: %v", n, unsealed)
+	})
+	t.Logf("%d resources, each status sealed", n)
 }
