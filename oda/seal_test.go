@@ -84,3 +84,23 @@ func TestBookkeepingAnnotationsAreNotUsers(t *testing.T) {
 		t.Errorf("OdaflowAnnotations = %v, want only the adopt annotation", got)
 	}
 }
+
+func TestSealedStatusKeepsOnlyWhatTheSealVouchesFor(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	// The last write left apiStatus out (the exposure failed): an earlier
+	// apiStatus, or one a tenant wrote since, is not vouched for.
+	written := map[string]any{"implementation": map[string]any{"ready": false}}
+	seal := Seal(key, "uid-1", "1.9", written)
+	onObject := map[string]any{
+		"implementation": map[string]any{"ready": false},
+		"apiStatus":      map[string]any{"url": "http://169.254.169.254/"},
+	}
+	got := SealedStatus(key, "uid-1", "1.9", seal, onObject)
+	if len(got) != 1 || got["implementation"] == nil {
+		t.Errorf("SealedStatus = %v, want the implementation key only", got)
+	}
+	onObject["implementation"] = map[string]any{"ready": true}
+	if got := SealedStatus(key, "uid-1", "1.9", seal, onObject); got != nil {
+		t.Errorf("SealedStatus of a forged status = %v, want nil", got)
+	}
+}
