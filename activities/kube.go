@@ -49,6 +49,11 @@ type Kube struct {
 	Dynamic dynamic.Interface
 	Core    kubernetes.Interface
 	Log     *slog.Logger
+	// StatusKey seals each status write (oda.AnnotationStatusSeal), so
+	// that a fence odaflow did not write never stops its writes and the
+	// watcher can tell a status someone else wrote. Empty leaves status
+	// writes unsealed and trusts any fence, as odaflow did before.
+	StatusKey []byte
 }
 
 // NewKube builds the apiserver activities.
@@ -291,6 +296,9 @@ func (k *Kube) mergeStatus(ctx context.Context, res dynamic.ResourceInterface, i
 	}
 	if in.Fence != nil {
 		annotations[oda.AnnotationStatusFence] = in.Fence.String()
+		if seal := k.seal(in); seal != "" {
+			annotations[oda.AnnotationStatusSeal] = seal
+		}
 	}
 	if len(annotations) > 0 {
 		meta["annotations"] = annotations
@@ -326,6 +334,9 @@ func (k *Kube) replaceStatus(ctx context.Context, res dynamic.ResourceInterface,
 	}
 	if in.Fence != nil {
 		ops = append(ops, map[string]any{"op": "add", "path": fencePath, "value": in.Fence.String()})
+		if seal := k.seal(in); seal != "" {
+			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(oda.AnnotationStatusSeal), "value": seal})
+		}
 	}
 	body, err := json.Marshal(ops)
 	if err != nil {
@@ -351,13 +362,69 @@ func (k *Kube) fencedMerge(ctx context.Context, res dynamic.ResourceInterface, i
 			// for is gone, which WriteStatus treats as deleted meanwhile.
 			return apierrors.NewNotFound(schema.GroupResource{Resource: in.Ref.Kind}, in.Ref.Name)
 		}
-		if !in.Fence.after(obj.GetAnnotations()[oda.AnnotationStatusFence]) {
+		current := obj.GetAnnotations()[oda.AnnotationStatusFence]
+		if !in.Fence.after(current) && k.fenceIsOdaflows(obj, current) {
 			superseded = true
 			return nil
 		}
-		return k.mergeStatus(odaruntime.GuardedWrite(ctx), res, in, obj.GetResourceVersion())
+		return k.overwriteStatus(odaruntime.GuardedWrite(ctx), res, in, obj)
 	})
 	return superseded, err
+}
+
+// fenceIsOdaflows reports whether the object's fence is one odaflow wrote:
+// its seal vouches for it, on this object. A fence anyone else wrote (a
+// tenant's maximal one) is no reason to skip a write. Without a key every
+// fence counts, as before seals.
+func (k *Kube) fenceIsOdaflows(obj *unstructured.Unstructured, fence string) bool {
+	if len(k.StatusKey) == 0 {
+		return true
+	}
+	return oda.SealVouchesFence(k.StatusKey, string(obj.GetUID()), fence, obj.GetAnnotations()[oda.AnnotationStatusSeal])
+}
+
+// seal is the status-seal annotation of the write, "" without a key.
+func (k *Kube) seal(in WriteStatusInput) string {
+	if len(k.StatusKey) == 0 || in.Fence == nil {
+		return ""
+	}
+	return oda.Seal(k.StatusKey, in.UID, in.Fence.String(), in.Status)
+}
+
+// overwriteStatus writes the status onto the object as read (obj, whose
+// resourceVersion guards the write): each key odaflow writes is set whole,
+// so whatever someone else put inside it (a member odaflow's value does not
+// have) is gone and the object holds exactly what the seal vouches for. A
+// merge patch would keep such members.
+func (k *Kube) overwriteStatus(ctx context.Context, res dynamic.ResourceInterface, in WriteStatusInput, obj *unstructured.Unstructured) error {
+	if _, ok := obj.Object["status"].(map[string]any); !ok || obj.GetAnnotations() == nil {
+		// Nothing to set keys inside: a merge adds the status (or the
+		// annotations) whole.
+		return k.mergeStatus(ctx, res, in, obj.GetResourceVersion())
+	}
+	// A resourceVersion in the patched object makes the apiserver refuse
+	// the write with a Conflict where the object changed since the read,
+	// whatever the patch type.
+	ops := []map[string]any{{"op": "replace", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()}}
+	for _, key := range oda.SortedKeys(in.Status) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/status/" + jsonPointerEscape(key), "value": in.Status[key]})
+	}
+	annotations := map[string]string{oda.AnnotationStatusFence: in.Fence.String()}
+	if in.ObservedHash != "" {
+		annotations[oda.AnnotationObservedHash] = in.ObservedHash
+	}
+	if seal := k.seal(in); seal != "" {
+		annotations[oda.AnnotationStatusSeal] = seal
+	}
+	for _, a := range oda.SortedKeys(annotations) {
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/" + jsonPointerEscape(a), "value": annotations[a]})
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode status of %s: %w", in.Ref, err)
+	}
+	_, err = res.Patch(ctx, in.Ref.Name, types.JSONPatchType, body, metav1.PatchOptions{FieldManager: oda.FieldManager})
+	return err
 }
 
 func jsonPointerEscape(s string) string {

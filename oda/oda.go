@@ -64,11 +64,11 @@ const AnnotationSkipCleanup = AnnotationPrefix + "skip-cleanup"
 const AnnotationRotateCredentials = AnnotationPrefix + "rotate-credentials"
 
 // OdaflowAnnotations returns the annotations odaflow acts on, without the
-// bookkeeping ones (observed hash, status fence).
+// bookkeeping ones (observed hash, status fence, status seal).
 func OdaflowAnnotations(all map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range all {
-		if strings.HasPrefix(k, AnnotationPrefix) && k != AnnotationObservedHash && k != AnnotationStatusFence {
+		if strings.HasPrefix(k, AnnotationPrefix) && !Bookkeeping(k) {
 			if out == nil {
 				out = map[string]string{}
 			}
@@ -76,6 +76,14 @@ func OdaflowAnnotations(all map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Bookkeeping reports whether an annotation is one odaflow writes for
+// itself on every status write (observed hash, status fence, status seal),
+// as opposed to one users set to ask something of it. Only odaflow may
+// write these (the chart's admission policy, docs/tenancy.md).
+func Bookkeeping(annotation string) bool {
+	return annotation == AnnotationObservedHash || annotation == AnnotationStatusFence || annotation == AnnotationStatusSeal
 }
 
 // FieldManager is the server-side-apply field manager of odaflow's writes.

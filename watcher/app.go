@@ -93,6 +93,10 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 	if err != nil {
 		return fmt.Errorf("--ingress-selector %q: %w", cfg.IngressSelector, err)
 	}
+	statusKey, err := cfg.StatusKey()
+	if err != nil {
+		return err
+	}
 	metrics := NewMetrics(reg)
 	health.Add("kubernetes", runtime.KubeCheck(core))
 	health.Add("temporal", runtime.TemporalCheck(temporal))
@@ -119,7 +123,7 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 		w := New(Config{
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval, SecretsCheckInterval: cfg.SecretsCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
-			ChildStatusWindow: cfg.ChildStatusWindow, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout,
+			ChildStatusWindow: cfg.ChildStatusWindow, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout, StatusKey: statusKey,
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 		current.Store(w)
 		return w

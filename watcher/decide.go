@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -64,6 +65,7 @@ func (f NamespaceFilter) Matches(ns string) bool {
 var ignoredAnnotations = map[string]bool{
 	oda.AnnotationObservedHash:                         true,
 	oda.AnnotationStatusFence:                          true,
+	oda.AnnotationStatusSeal:                           true,
 	"kopf.zalando.org/last-handled-configuration":      true,
 	"kubectl.kubernetes.io/last-applied-configuration": true,
 }
@@ -127,6 +129,64 @@ func desiredStateHash(obj *unstructured.Unstructured, variant hashVariant) strin
 	}{spec, obj.GetLabels(), annotations, finalizers, obj.GetDeletionTimestamp() != nil})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])[:16]
+}
+
+// statusForged reports whether an ODA resource carries a status (or a
+// status-fence) that odaflow did not write: its seal, made with the key only
+// odaflow holds, does not vouch for the status keys odaflow's last write set
+// and the fence that write carried. An object nobody has written a status
+// on yet is not forged. Without a key nothing is checked.
+//
+// Checking costs no request: the watcher has the object. odaflow's own
+// writes are sealed, so they never count as forged and re-drive nothing;
+// the exception is a lifecycle's first write when someone put members into
+// the status before odaflow did (a merge keeps them): repaired once, after
+// which odaflow's writes set each key whole.
+func statusForged(key []byte, obj *unstructured.Unstructured) bool {
+	if len(key) == 0 {
+		return false
+	}
+	annotations := obj.GetAnnotations()
+	fence, seal := annotations[oda.AnnotationStatusFence], annotations[oda.AnnotationStatusSeal]
+	status, _ := obj.Object["status"].(map[string]any)
+	if fence == "" && seal == "" && len(status) == 0 {
+		return false
+	}
+	return !oda.SealVouchesStatus(key, string(obj.GetUID()), fence, seal, status)
+}
+
+// repairsAtOnce is how many versions of one resource in a row may be
+// repaired without delay. A tenant's forgery is repaired by one write of
+// odaflow's, whose sealed status resets the count. Repairs beyond it back
+// off (repairDelay): the worker sealing with another key than the
+// watcher's (a misconfiguration, logged) would otherwise re-drive every
+// resource forever, and so would a tenant rewriting its status without
+// pause (which the chart's admission policy refuses anyway).
+const repairsAtOnce = 3
+
+// maxRepairDelay bounds the backoff: a forged status stays at most this
+// long.
+const maxRepairDelay = 5 * time.Minute
+
+// repairDelay is how much longer a repair of a resource must wait, after
+// streak repairs in a row, the last one since ago; 0 is now.
+func repairDelay(streak int, since time.Duration) time.Duration {
+	if streak < repairsAtOnce {
+		return 0
+	}
+	wait := maxRepairDelay
+	if n := streak - repairsAtOnce; n < 9 {
+		wait = min(time.Second<<n, maxRepairDelay)
+	}
+	return max(wait-since, 0)
+}
+
+// repairHash is the hash a repair is sent with: a hash the workflow has
+// not handled (so it reconciles and writes its status again, with no change
+// to the workflow's code), new for each forged version of the object (so a
+// forgery after a repair is repaired too).
+func repairHash(hash, resourceVersion string) string {
+	return hashWith(hash, map[string]string{"statusRepair": resourceVersion})
 }
 
 // ResourceEventOf builds the signal a resource's workflow receives.

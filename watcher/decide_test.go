@@ -829,3 +829,85 @@ func TestConflictHolder(t *testing.T) {
 		}
 	}
 }
+
+func TestStatusForged(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	written := map[string]any{"apiStatus": map[string]any{"url": "https://canvas.example/r1/tmf620", "ready": true}}
+	object := func(status map[string]any, annotations map[string]string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": oda.APIVersion, "kind": "ExposedAPI"}}
+		u.SetUID("uid-1")
+		u.SetAnnotations(annotations)
+		if status != nil {
+			u.Object["status"] = status
+		}
+		return u
+	}
+	sealed := map[string]string{oda.AnnotationStatusFence: "10.4", oda.AnnotationStatusSeal: oda.Seal(key, "uid-1", "10.4", written)}
+	forgedURL := map[string]any{"apiStatus": map[string]any{"url": "http://169.254.169.254/latest/meta-data/iam/security-credentials/", "ready": true}}
+	maxFence := map[string]string{oda.AnnotationStatusFence: "9223372036854775807.9223372036854775807", oda.AnnotationStatusSeal: sealed[oda.AnnotationStatusSeal]}
+	tests := []struct {
+		name string
+		key  []byte
+		obj  *unstructured.Unstructured
+		want bool
+	}{
+		{"nothing written yet", key, object(nil, nil), false},
+		{"odaflow's write", key, object(written, sealed), false},
+		{"odaflow's write and someone else's key beside", key, object(map[string]any{"apiStatus": written["apiStatus"], "other": 1}, sealed), false},
+		{"a forged url under odaflow's seal", key, object(forgedURL, sealed), true},
+		{"a maximal fence", key, object(written, maxFence), true},
+		{"a status written before odaflow's first", key, object(forgedURL, nil), true},
+		{"a fence alone", key, object(nil, map[string]string{oda.AnnotationStatusFence: "1.1"}), true},
+		{"the seal removed", key, object(written, map[string]string{oda.AnnotationStatusFence: "10.4"}), true},
+		{"no key: nothing is checked", nil, object(forgedURL, maxFence), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := statusForged(tc.key, tc.obj); got != tc.want {
+				t.Errorf("statusForged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRepairDelay(t *testing.T) {
+	tests := []struct {
+		streak int
+		since  time.Duration
+		want   time.Duration
+	}{
+		{0, 0, 0},
+		{repairsAtOnce - 1, 0, 0},
+		{repairsAtOnce, 0, time.Second},
+		{repairsAtOnce, 400 * time.Millisecond, 600 * time.Millisecond},
+		{repairsAtOnce, 2 * time.Second, 0},
+		{repairsAtOnce + 3, 0, 8 * time.Second},
+		{repairsAtOnce + 20, 0, maxRepairDelay},
+		{repairsAtOnce + 100, maxRepairDelay, 0},
+	}
+	for _, tc := range tests {
+		if got := repairDelay(tc.streak, tc.since); got != tc.want {
+			t.Errorf("repairDelay(%d, %v) = %v, want %v", tc.streak, tc.since, got, tc.want)
+		}
+	}
+}
+
+func TestRepairHashIsNewForEachForgedVersion(t *testing.T) {
+	h := "0123456789abcdef"
+	a, b := repairHash(h, "100"), repairHash(h, "101")
+	if a == h || b == h || a == b {
+		t.Errorf("repair hashes %q %q of %q: want each new and different", a, b, h)
+	}
+	if repairHash(h, "100") != a {
+		t.Error("the repair hash of one version changes")
+	}
+}
+
+func TestBookkeepingAnnotationsLeaveTheHash(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"path": "/r1"}}}
+	before := DesiredStateHash(u)
+	u.SetAnnotations(map[string]string{oda.AnnotationStatusSeal: "a.b.[]", oda.AnnotationStatusFence: "1.2", oda.AnnotationObservedHash: "x"})
+	if got := DesiredStateHash(u); got != before {
+		t.Errorf("a status write's annotations changed the hash: %s, want %s", got, before)
+	}
+}

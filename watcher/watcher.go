@@ -86,6 +86,11 @@ type Config struct {
 	// Temporal's default (config.DefaultWorkflowTaskTimeout says why
 	// odaflow's is longer).
 	WorkflowTaskTimeout time.Duration
+	// StatusKey checks the seal of each ODA resource's status
+	// (oda.AnnotationStatusSeal): a status odaflow did not write is sent
+	// to its workflow to be written again (needsStatusRepair). nil checks
+	// nothing.
+	StatusKey []byte
 	// Clock is the watcher's time: the child-status windows, the work
 	// queue's delays and retries, and the latencies it measures. nil is
 	// the real clock; tests pass a fake one.
@@ -120,7 +125,10 @@ type Watcher struct {
 	// sent remembers what was last signalled per resource (own workflow) or
 	// per child (to its Component); deleted remembers the uid of an object
 	// that left the cache until its deletion is delivered.
-	sent    map[key]string
+	sent map[key]string
+	// repairs follows the status repairs in a row per resource
+	// (repairDelay).
+	repairs map[key]repairState
 	uids    map[key]string
 	parents map[key]string
 	firstAt map[key]time.Time
@@ -171,6 +179,7 @@ func New(cfg Config, clients Clients, temp Signaller, log *slog.Logger, metrics 
 		lanes:   lanes,
 		queue:   newWorkQueue(lanes, workqueue.NewTypedItemExponentialFailureRateLimiter[key](200*time.Millisecond, 2*time.Minute), cfg.Clock),
 		sent:    map[key]string{},
+		repairs: map[key]repairState{},
 		uids:    map[key]string{},
 		parents: map[key]string{},
 		firstAt: map[key]time.Time{},
@@ -526,9 +535,38 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 	observed := obj.GetAnnotations()[oda.AnnotationObservedHash]
 	w.mu.Lock()
 	last, seen := w.sent[k]
+	forged := statusForged(w.cfg.StatusKey, obj)
+	rs := w.repairs[k]
+	if !forged {
+		delete(w.repairs, k)
+	}
 	w.mu.Unlock()
+	// What the workflow has handled once it writes: the state itself, also
+	// after a repair, so that the repair's own write (sealed, the same
+	// state) is no news.
+	handled := ev.UID + "/" + ev.Hash
+	// Once per forged version: other news about the resource (a sibling's
+	// path, a provider) brings it here again before the repair lands.
+	repair := forged && (rs.Streak == 0 || rs.ResourceVersion != obj.GetResourceVersion())
+	if repair {
+		now := w.cfg.Clock.Now()
+		if d := repairDelay(rs.Streak, now.Sub(rs.At)); d > 0 {
+			w.queue.AddAfter(k, d)
+			return nil
+		}
+		if rs.Streak+1 == repairsAtOnce {
+			w.log.Error("status still not sealed after odaflow wrote it again and again: is the worker given the watcher's --status-key-file? Repairs of it back off",
+				"kind", k.Kind, "namespace", k.Namespace, "name", k.Name)
+		}
+		w.log.Info("status not written by odaflow; having it written again", "kind", k.Kind, "namespace", k.Namespace, "name", k.Name)
+		ev.Hash = repairHash(ev.Hash, obj.GetResourceVersion())
+		w.mu.Lock()
+		w.repairs[k] = repairState{ResourceVersion: obj.GetResourceVersion(), Streak: rs.Streak + 1, At: now}
+		w.mu.Unlock()
+	}
 	switch {
-	case seen && last == ev.UID+"/"+ev.Hash:
+	case repair:
+	case seen && last == handled:
 		w.metrics.Dedup.WithLabelValues(k.Kind, "unchanged").Inc()
 		w.done(k)
 		return nil
@@ -549,7 +587,7 @@ func (w *Watcher) syncOwn(ctx context.Context, k key) error {
 		return fmt.Errorf("signal-with-start %s: %w", id, err)
 	}
 	w.metrics.Signals.WithLabelValues(k.Kind, workflows.SignalResourceEvent, "ok").Inc()
-	w.remember(k, ev.UID+"/"+ev.Hash)
+	w.remember(k, handled)
 	return nil
 }
 
@@ -587,6 +625,13 @@ func (w *Watcher) syncParent(ctx context.Context, k key) error {
 	}
 	parent, _ := ParentComponent(obj)
 	w.closeGathering(k.Namespace, parent)
+	if _, ok := w.cfg.Lifecycles[k.Kind]; ok && statusForged(w.cfg.StatusKey, obj) {
+		// A status odaflow did not write is no news for the Component: its
+		// own workflow writes it again (syncOwn), and that write is.
+		w.metrics.Dedup.WithLabelValues(k.Kind, "child-forged").Inc()
+		w.done(k)
+		return nil
+	}
 	cs := ChildStatusOf(k.Kind, obj)
 	digest := hashChild(cs)
 	w.mu.Lock()
@@ -671,6 +716,14 @@ func (w *Watcher) done(k key) {
 	if ok {
 		w.metrics.Latency.WithLabelValues(k.Kind).Observe(w.cfg.Clock.Since(at).Seconds())
 	}
+}
+
+// repairState is where a resource's status repairs stand: the version
+// last repaired (asked for once), how many in a row, the last when.
+type repairState struct {
+	ResourceVersion string
+	Streak          int
+	At              time.Time
 }
 
 // hashWith folds the surroundings a workflow depends on into its hash, so a

@@ -168,6 +168,8 @@ type harnessOptions struct {
 	workflowTaskTimeout time.Duration
 	// clock is Config.Clock; nil is the real clock.
 	clock clock.WithTicker
+	// statusKey is Config.StatusKey.
+	statusKey []byte
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -237,7 +239,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
-		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock},
+		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock, StatusKey: o.statusKey},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -1179,5 +1181,50 @@ func TestWatcherUpgradeAcceptsTheLegacyObservedHash(t *testing.T) {
 	h.idle()
 	if got := h.sig.snapshot(); len(got) != 0 {
 		t.Errorf("after an upgrade with nothing new: %s", describe(got))
+	}
+}
+
+// TestWatcherRepairsAForgedStatusOnly: with a status key, odaflow's own
+// sealed status writes are no news (no signal), a status or fence someone
+// else wrote is sent to the workflow with a hash it has not handled (so it
+// writes its status again), once per forged version, and the sealed repair
+// write after it is silent again.
+func TestWatcherRepairsAForgedStatusOnly(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	h := startHarness(t, harnessOptions{statusKey: key})
+	const ns, name = "components", "r1-productcatalog"
+	created := h.create(object(oda.KindComponent, ns, name, tinySpec("1.0.0")))
+	first := eventOf(t, h.sig.awaitCalls(t, 1)[0])
+	uid := string(created.GetUID())
+	writeSealed := func(fence, phase string) {
+		status := map[string]any{"summary/status": map[string]any{"deployment_status": phase}}
+		h.update(oda.KindComponent, ns, name, func(u *unstructured.Unstructured) {
+			u.Object["status"] = status
+			setAnnotation(u, oda.AnnotationStatusFence, fence)
+			setAnnotation(u, oda.AnnotationStatusSeal, oda.Seal(key, uid, fence, status))
+		})
+	}
+
+	writeSealed("1.5", "In-Progress-CompCon")
+	h.awaitCounter(h.metrics.Dedup, 1, "Component", "unchanged")
+	if got := h.sig.snapshot(); len(got) != 1 {
+		t.Fatalf("odaflow's sealed status write was signalled: %s", describe(got))
+	}
+
+	h.update(oda.KindComponent, ns, name, func(u *unstructured.Unstructured) {
+		u.Object["status"] = map[string]any{"summary/status": map[string]any{"deployment_status": "Complete"}}
+		setAnnotation(u, oda.AnnotationStatusFence, "9223372036854775807.9223372036854775807")
+	})
+	calls := h.sig.awaitCalls(t, 2)
+	repair := eventOf(t, calls[1])
+	if repair.Hash == first.Hash {
+		t.Errorf("the repair carries the handled hash %s: the workflow would not write again", repair.Hash)
+	}
+
+	writeSealed("1.9", "In-Progress-CompCon")
+	h.awaitCounter(h.metrics.Dedup, 2, "Component", "unchanged")
+	h.idle()
+	if got := h.sig.snapshot(); len(got) != 2 {
+		t.Errorf("after the sealed repair write: %s, want no more signals", describe(got))
 	}
 }

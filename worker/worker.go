@@ -93,8 +93,17 @@ func New(cfg config.Worker, extra ...fx.Option) *fx.App {
 		fx.StopTimeout(StopTimeout + 5*time.Second),
 		fx.Supply(cfg, cfg.Common),
 		runtime.Module,
-		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) *activities.Kube {
-			return activities.NewKube(dyn, core, log.With("component", "activities"))
+		fx.Provide(func(dyn dynamic.Interface, core kubernetes.Interface, log *slog.Logger) (*activities.Kube, error) {
+			kube := activities.NewKube(dyn, core, log.With("component", "activities"))
+			key, err := cfg.StatusKey()
+			if err != nil {
+				return nil, err
+			}
+			if key == nil {
+				log.Warn("no --status-key-file: status writes are not sealed, so a status or status-fence a tenant writes on an ODA resource is trusted (docs/tenancy.md)")
+			}
+			kube.StatusKey = key
+			return kube, nil
 		}),
 		fx.Provide(func(kube *activities.Kube) (*activities.Exposure, error) {
 			var kong *activities.KongAdmin

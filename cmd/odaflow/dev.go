@@ -238,10 +238,17 @@ func runDev(args []string) error {
 		return fmt.Errorf("start the Temporal dev server: %w", temporalErr)
 	}
 
+	// The worker seals status writes, the watcher checks them: one key,
+	// kept in the data directory with the rest of the stack's state.
+	statusKeyFile, _, err := localstack.StatusKeyFile(*dataDir)
+	if err != nil {
+		return err
+	}
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
 		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway", IngressNamespace: config.DefaultIngressNamespace,
 		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none",
+		StatusKeyFile: statusKeyFile,
 	}
 	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
 		Keycloak: identity.Config, Vault: vault.Config}

@@ -3,6 +3,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -71,6 +72,11 @@ type Common struct {
 	// PayloadKeyID is the key new payloads are sealed with; empty = the
 	// lexically last key ID in PayloadKeysDir.
 	PayloadKeyID string
+	// StatusKeyFile holds the key that seals odaflow's status writes
+	// (oda.AnnotationStatusSeal): the worker seals with it, the watcher
+	// checks with it, so both must read the same key. Empty = no seals:
+	// any fence stops odaflow's writes and a forged status stays.
+	StatusKeyFile string
 	// envErrs are environment variables Bind could not parse, reported by
 	// Validate with everything else.
 	envErrs []error
@@ -178,7 +184,31 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	f.String(&c.APIKeyFile, "temporal-api-key-file", "", "file holding a Temporal API key")
 	f.String(&c.TemporalCompression, "temporal-grpc-compression", "none",
 		"gRPC compression of requests to Temporal: none, or gzip for a Temporal across a metered link such as Temporal Cloud")
+	f.String(&c.StatusKeyFile, "status-key-file", "",
+		"file holding the key (a mounted Secret, at least 32 characters) that seals odaflow's status writes so that a status or status-fence written by anyone else is repaired; the worker and the watcher need the same key; empty turns the check off")
 	c.BindPayloadKeys(f)
+}
+
+// minStatusKey is the shortest status key accepted: 32 random characters
+// are more than HMAC-SHA256 needs.
+const minStatusKey = 32
+
+// StatusKey reads --status-key-file: nil when it is empty. The key is read
+// once; a new key takes a restart of both the worker and the watcher (until
+// then, every status is repaired once under the new key).
+func (c Common) StatusKey() ([]byte, error) {
+	if c.StatusKeyFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(c.StatusKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--status-key-file: %w", err)
+	}
+	key := bytes.TrimSpace(b)
+	if len(key) < minStatusKey {
+		return nil, fmt.Errorf("--status-key-file %s: the key has %d characters, want at least %d", c.StatusKeyFile, len(key), minStatusKey)
+	}
+	return key, nil
 }
 
 // BindPayloadKeys registers the payload codec's flags with f (also used
@@ -252,7 +282,7 @@ func (c Common) Validate() error {
 	}
 	for _, f := range []struct{ flag, path string }{
 		{"--kubeconfig", c.Kubeconfig}, {"--temporal-tls-cert", c.TLSCert}, {"--temporal-tls-key", c.TLSKey},
-		{"--temporal-tls-ca", c.TLSCA}, {"--temporal-api-key-file", c.APIKeyFile},
+		{"--temporal-tls-ca", c.TLSCA}, {"--temporal-api-key-file", c.APIKeyFile}, {"--status-key-file", c.StatusKeyFile},
 	} {
 		if f.path == "" {
 			continue

@@ -46,6 +46,7 @@ func TestTemplateDefault(t *testing.T) {
 		"PodDisruptionBudget canvas/odaflow-worker",
 		"Role canvas/odaflow-watcher-leader-election",
 		"RoleBinding canvas/odaflow-watcher-leader-election",
+		"Secret canvas/odaflow-status-key",
 		"Service canvas/odaflow-watcher-metrics",
 		"Service canvas/odaflow-webhook",
 		"Service canvas/odaflow-webhook-metrics",
@@ -53,7 +54,9 @@ func TestTemplateDefault(t *testing.T) {
 		"ServiceAccount canvas/odaflow-watcher",
 		"ServiceAccount canvas/odaflow-webhook",
 		"ServiceAccount canvas/odaflow-worker",
+		"ValidatingAdmissionPolicy odaflow-status-protection",
 		"ValidatingAdmissionPolicy odaflow-worker-confinement",
+		"ValidatingAdmissionPolicyBinding odaflow-status-protection",
 		"ValidatingAdmissionPolicyBinding odaflow-worker-confinement",
 	}
 	if got := ids(objs, true); !reflect.DeepEqual(got, want) {
@@ -80,6 +83,16 @@ func TestTemplateDefault(t *testing.T) {
 		}
 	}
 	checkWorkloads(t, objs)
+	// Both the worker (seals) and the watcher (checks) read the one key.
+	for _, d := range []string{"odaflow-worker", "odaflow-watcher"} {
+		dep := find(t, objs, "Deployment", d)
+		if args := argsOf(container(t, dep)); !slices.Contains(args, "--status-key-file=/var/run/secrets/odaflow/status-key/key") {
+			t.Errorf("%s args %v lack --status-key-file", d, args)
+		}
+		if !strings.Contains(fmt.Sprint(get(dep, "spec", "template", "spec", "volumes")), "odaflow-status-key") {
+			t.Errorf("%s does not mount the Secret odaflow-status-key", d)
+		}
+	}
 }
 
 // TestTemplateFull renders every option and checks each reaches the flag or
@@ -234,7 +247,16 @@ func TestTemplateFull(t *testing.T) {
 // with probes and resources, and no credential is a value.
 func checkWorkloads(t *testing.T, objs []object) {
 	t.Helper()
-	if n := len(findAll(objs, "Secret")); n != 0 {
+	// The one Secret the chart may render is the status seal's key
+	// (templates/status-key.yaml): generated in the cluster at the first
+	// install, never a value anyone passes in.
+	var secrets []object
+	for _, s := range findAll(objs, "Secret") {
+		if data, _ := s["data"].(map[string]any); !strings.HasSuffix(s.name(), "-status-key") || len(data) != 1 {
+			secrets = append(secrets, s)
+		}
+	}
+	if n := len(secrets); n != 0 {
 		t.Errorf("the chart renders %d Secrets; credentials come only from existing ones", n)
 	}
 	for _, d := range findAll(objs, "Deployment") {
@@ -422,9 +444,13 @@ func TestTemplateAdmissionPolicyKubeVersion(t *testing.T) {
 		wantErr string
 		wantVAP bool
 	}{
-		{"v1.29.5", nil, "set rbac.admissionPolicy=false, or rbac.scope=namespaced", false},
-		{"v1.29.5", []string{"rbac.admissionPolicy=false"}, "", false},
-		{"v1.25.0", []string{"rbac.scope=namespaced", "watchNamespaces={components}"}, "", false},
+		{"v1.29.5", nil, "rbac.admissionPolicy=false, or rbac.scope=namespaced", false},
+		{"v1.29.5", nil, "statusProtection.admissionPolicy=false", false},
+		{"v1.29.5", []string{"rbac.admissionPolicy=false"}, "statusProtection.admissionPolicy=false", false},
+		{"v1.29.5", []string{"statusProtection.admissionPolicy=false"}, "set rbac.admissionPolicy=false, or rbac.scope=namespaced", false},
+		{"v1.29.5", []string{"rbac.admissionPolicy=false", "statusProtection.admissionPolicy=false"}, "", false},
+		{"v1.25.0", []string{"rbac.scope=namespaced", "watchNamespaces={components}"}, "statusProtection.admissionPolicy=false", false},
+		{"v1.25.0", []string{"rbac.scope=namespaced", "watchNamespaces={components}", "statusProtection.admissionPolicy=false"}, "", false},
 		{"v1.30.0", nil, "", true},
 	} {
 		out, err := helmtemplate.Template(chartDir, helmtemplate.Options{

@@ -51,7 +51,10 @@ var stack struct {
 	inventory *serviceinventory.Double
 	// keycloakPassword is a secret value: the secrets scan looks for it.
 	keycloakPassword string
-	inventoryURL     string
+	// statusKey seals the status writes of the stack's worker and watcher
+	// (--status-key-file); a secret value, registered for the scan.
+	statusKey    []byte
+	inventoryURL string
 	// vault is the real Vault dev server of SecretsManagement (nil only
 	// when skipped on request, see startVault); the worker reaches it
 	// through vaultProxy, which counts its requests.
@@ -134,6 +137,22 @@ func run(m *testing.M) int {
 		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway",
 		SearchAttributes: true,
 	}
+	// Outside logDir: the key must show up in no artifact.
+	keyDir, err := os.MkdirTemp("", "odaflow-it-status-key-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: status key: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(keyDir)
+	keyFile, key, err := localstack.StatusKeyFile(keyDir)
+	if err == nil {
+		err = testartifacts.RegisterSecret("status seal key", key)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: status key: %v\n", err)
+		return 1
+	}
+	stack.common.StatusKeyFile, stack.statusKey = keyFile, []byte(key)
 	if err := startDoubles(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: doubles: %v\n", err)
 		return 1

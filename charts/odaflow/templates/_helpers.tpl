@@ -221,6 +221,19 @@ binary reads each flag from the env var named here (see README.md).
 - --temporal-api-key-file=/var/run/secrets/odaflow/temporal-api-key/{{ $.Values.temporal.apiKey.key }}
 {{- end }}
 {{- include "odaflow.payloadKeyArgs" . }}
+{{- include "odaflow.statusKeyArgs" . }}
+{{- end }}
+
+{{/* The status seal's key (--status-key-file): worker and watcher, the
+same key in both (docs/tenancy.md). */}}
+{{- define "odaflow.statusKeySecret" -}}
+{{- default (printf "%s-status-key" (include "odaflow.fullname" .)) .Values.statusProtection.existingSecret }}
+{{- end }}
+
+{{- define "odaflow.statusKeyArgs" -}}
+{{- if .Values.statusProtection.seal }}
+- --status-key-file=/var/run/secrets/odaflow/status-key/{{ .Values.statusProtection.key }}
+{{- end }}
 {{- end }}
 
 {{/* The payload codec's flags: worker, watcher and codec server. */}}
@@ -264,6 +277,12 @@ binary reads each flag from the env var named here (see README.md).
     defaultMode: 0440
 {{- end }}
 {{- include "odaflow.payloadKeyVolumes" . }}
+{{- if .Values.statusProtection.seal }}
+- name: status-key
+  secret:
+    secretName: {{ include "odaflow.statusKeySecret" . }}
+    defaultMode: 0440
+{{- end }}
 {{- end }}
 
 {{- define "odaflow.temporalVolumeMounts" -}}
@@ -278,6 +297,11 @@ binary reads each flag from the env var named here (see README.md).
   readOnly: true
 {{- end }}
 {{- include "odaflow.payloadKeyVolumeMounts" . }}
+{{- if .Values.statusProtection.seal }}
+- name: status-key
+  mountPath: /var/run/secrets/odaflow/status-key
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{/* Pod annotations for Prometheus scraping of /metrics on the http port. */}}
