@@ -30,6 +30,8 @@ import (
 
 type target struct {
 	name, url, realm, user, password string
+	// double: the target is odaflow's stand-in, not a Keycloak.
+	double bool
 }
 
 func targets(t *testing.T) []target {
@@ -42,7 +44,7 @@ func targets(t *testing.T) []target {
 	if err := d.SeedCanvas("odari"); err != nil {
 		t.Fatal(err)
 	}
-	out := []target{{name: "double (imitating Keycloak " + kcdouble.KeycloakVersion + ")", url: d.URL(), realm: "odari", user: "admin", password: pw}}
+	out := []target{{name: "double (imitating Keycloak " + kcdouble.KeycloakVersion + ")", url: d.URL(), realm: "odari", user: "admin", password: pw, double: true}}
 	if u := os.Getenv("KEYCLOAK_URL"); u != "" {
 		realm := os.Getenv("KEYCLOAK_REALM")
 		if realm == "" {
@@ -140,7 +142,11 @@ func runContract(t *testing.T, tg target) {
 	if _, err := kc.GetClients(ctx, "not-a-token", tg.realm, gocloak.GetClientsParams{}); code(err) != 401 {
 		t.Errorf("bad token: %v", err)
 	}
-	if _, err := kc.LoginAdmin(ctx, tg.user, tg.password+"-wrong", "master"); code(err) != 401 {
+	// Keycloak 26 answers a wrong password 400, Keycloak 20 (the
+	// Canvas's) 401; both say invalid_grant, and odaflow treats both as
+	// refused credentials. The double answers as the current release.
+	_, err = kc.LoginAdmin(ctx, tg.user, tg.password+"-wrong", "master")
+	if c := code(err); (c != 400 && c != 401) || !strings.Contains(err.Error(), "invalid_grant") || (tg.double && c != 400) {
 		t.Errorf("wrong admin password: %v", err)
 	}
 
