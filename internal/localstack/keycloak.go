@@ -191,10 +191,12 @@ func StartKeycloak(ctx context.Context, o KeycloakOptions) (k *Keycloak, err err
 	if k.DataDir, k.temp, err = (Options{ToolsDir: o.Home, DataDir: o.DataDir}).prepareDir("odaflow-keycloak-"); err != nil {
 		return nil, err
 	}
+	// started, not k: a failing return has set k to nil by the time this
+	// runs.
+	started := k
 	defer func() {
 		if err != nil {
-			_ = k.Stop()
-			k = nil
+			_ = started.Stop()
 		}
 	}()
 	k.sink = newLogSink(o.Logs, filepath.Join(k.DataDir, "logs"))
@@ -225,20 +227,23 @@ func StartKeycloak(ctx context.Context, o KeycloakOptions) (k *Keycloak, err err
 	k.proc = p
 	k.mu.Unlock()
 	kc := gocloak.NewClient(k.URL)
-	kc.RestyClient().SetTimeout(10 * time.Second)
-	var token string
-	err = pollUntil(ctx, "keycloak "+k.URL, 500*time.Millisecond, p, func(ctx context.Context) (bool, error) {
+	// Generous: creating a realm took tens of seconds on two busy cores.
+	kc.RestyClient().SetTimeout(2 * time.Minute)
+	login := func(ctx context.Context) (string, error) {
 		tok, err := kc.LoginAdmin(ctx, k.AdminUser, k.password, "master")
 		if err != nil {
-			return false, errors.New(messageOfKeycloak(err))
+			return "", errors.New(messageOfKeycloak(err))
 		}
-		token = tok.AccessToken
-		return true, nil
+		return tok.AccessToken, nil
+	}
+	err = pollUntil(ctx, "keycloak "+k.URL, 500*time.Millisecond, p, func(ctx context.Context) (bool, error) {
+		_, err := login(ctx)
+		return err == nil, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := SetUpCanvasRealm(ctx, kc, token, k.Realm); err != nil {
+	if err := SetUpCanvasRealm(ctx, kc, login, k.Realm); err != nil {
 		return nil, fmt.Errorf("localstack: keycloak %s: the Canvas realm: %w", k.Version, err)
 	}
 	k.Started = time.Since(begin)
@@ -295,7 +300,13 @@ func (k *Keycloak) redact(w io.Writer) io.Writer {
 // creates: realm realm with the canvassystem client (service accounts on,
 // standard flow off) whose service account may manage clients, and the
 // credentials operator's client whose service account may view them.
-func SetUpCanvasRealm(ctx context.Context, kc *gocloak.GoCloak, token, realm string) error {
+// login gives an admin token; each step asks for a new one, because on two
+// busy cores creating a realm alone can outlast a token's 60 seconds.
+func SetUpCanvasRealm(ctx context.Context, kc *gocloak.GoCloak, login func(context.Context) (string, error), realm string) error {
+	token, err := login(ctx)
+	if err != nil {
+		return err
+	}
 	if _, err := kc.CreateRealm(ctx, token, gocloak.RealmRepresentation{Realm: gocloak.StringP(realm), Enabled: gocloak.BoolP(true)}); err != nil {
 		return fmt.Errorf("create realm %s: %s", realm, messageOfKeycloak(err))
 	}
@@ -303,6 +314,9 @@ func SetUpCanvasRealm(ctx context.Context, kc *gocloak.GoCloak, token, realm str
 		{CanvasSystemClient, "Canvas System", "manage-clients"},
 		{CredentialsOperatorName, "Credentials Management Operator", "view-clients"},
 	} {
+		if token, err = login(ctx); err != nil {
+			return err
+		}
 		id, err := kc.CreateClient(ctx, token, realm, gocloak.Client{
 			ClientID: gocloak.StringP(c.clientID), Name: gocloak.StringP(c.name), Enabled: gocloak.BoolP(true),
 			StandardFlowEnabled: gocloak.BoolP(false), ServiceAccountsEnabled: gocloak.BoolP(true),
