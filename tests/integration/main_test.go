@@ -94,9 +94,17 @@ func run(m *testing.M) int {
 	start := time.Now()
 	// Keycloak's JVM start is the slowest of all: it runs alongside the
 	// other servers' and is joined before the workers start.
-	kcDone := make(chan error, 1)
-	go func() { kcDone <- startRealKeycloak(context.Background(), logDir) }()
-	defer stopRealKeycloak()
+	// The stop waits for the start, so that a run ended early by another
+	// server's failure leaves no JVM behind.
+	kcDone, kcFinished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(kcFinished)
+		kcDone <- startRealKeycloak(context.Background(), logDir)
+	}()
+	defer func() {
+		<-kcFinished
+		stopRealKeycloak()
+	}()
 	crdDir := filepath.Join(logDir, "crds")
 	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
