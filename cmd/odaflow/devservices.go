@@ -69,7 +69,7 @@ func startDevKeycloak(ctx context.Context, dataDir, realm string) (*devKeycloak,
 	return &devKeycloak{kc: kc}, nil
 }
 
-// startIdentity uses the real Keycloak real when it runs, else starts
+// startIdentity uses the real Keycloak (real) when it runs, else starts
 // odaflow's Keycloak stand-in; with url set, it uses that Keycloak with the
 // admin credentials in KEYCLOAK_ADMIN and KEYCLOAK_ADMIN_PASSWORD (the
 // variables Keycloak's own image reads). Either way the credentials go
@@ -92,7 +92,7 @@ func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string, rea
 		k := real.kc
 		user, password = k.AdminUser, k.AdminPassword()
 		d.Config.URL = k.URL
-		d.Banner = fmt.Sprintf("real Keycloak %s at %s, realm %s (started in %s; in memory: it starts empty each time, the drift check recreates the clients)",
+		d.Banner = fmt.Sprintf("real Keycloak %s at %s, realm %s (started in %s; in memory: it starts empty each time, and the drift check recreates the clients within its interval)",
 			k.Version, k.URL, realm, k.Started.Round(time.Second))
 	} else {
 		user, password = keycloak.AdminUser, "dev-"+randomHex(16)
