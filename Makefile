@@ -16,7 +16,7 @@ all: build
 help:
 	@echo "make dev     run the local stack: kube-apiserver + etcd + controller-manager, Temporal with its Web UI, worker, watcher"
 	@echo "make test    run every test on real servers (builds and caches them on first use)"
-	@echo "make tools   build every real server the tests run into the cache (hack/tools.sh)"
+	@echo "make tools   build or fetch every real server the tests run into the cache (hack/tools.sh)"
 	@echo "make lint    golangci-lint and Temporal's workflowcheck (built into the cache on first use)"
 	@echo "make build   build bin/odaflow"
 	@echo "make image   build the container image without a Docker engine (bin/image: OCI layout and tarball)"
@@ -34,12 +34,17 @@ dev-tools:
 ## there); the Vault dev server for the secrets tests in a cache folder of
 ## its own (bin/vault); the Temporal server binary and its SQL tool
 ## (bin/temporal-server) and Debian's PostgreSQL for the production-shape
-## tests. The chart tests render and lint with the helm library in go.mod,
-## so no helm binary is built.
+## tests; Keycloak's server distribution from Maven Central, the current
+## release (bin/keycloak, which make dev then runs) and the Canvas's 20.0.5
+## (localstack.CanvasKeycloakVersion), for the identity tests
+## (docs/keycloak.md). The chart tests render and lint with the helm
+## library in go.mod, so no helm binary is built.
 tools: dev-tools
 	@hack/tools.sh vault >/dev/null
 	@hack/tools.sh temporal-server >/dev/null
 	@hack/tools.sh postgres >/dev/null
+	@hack/tools.sh keycloak >/dev/null
+	@hack/tools.sh keycloak 20.0.5 >/dev/null
 
 build:
 	$(GO) build -trimpath -o $(ODAFLOW) ./cmd/odaflow

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,14 +64,17 @@ const AnnotationRotatedFor = oda.AnnotationPrefix + "rotated-for"
 // activity, so they never enter workflow inputs, results or history.
 type KeycloakConfig struct {
 	// URL is Keycloak's base URL (with /auth for Keycloak before 17 or a
-	// legacy http-relative-path, as the Canvas's KEYCLOAK_BASE).
+	// legacy http-relative-path, as the Canvas's KEYCLOAK_BASE). When the
+	// admin login answers 404 here, the same URL with /auth added (or
+	// removed) is tried, and used if Keycloak answers there.
 	URL string
 	// Realm is where component clients live (the Canvas's `odari`).
 	Realm string
 	// AdminRealm is where the admin user logs in (default `master`).
 	AdminRealm string
 	// AdminSecretNamespace/AdminSecretName hold keys `username` and
-	// `password`.
+	// `password`, or the Canvas's `KEYCLOAK_USER` and `KEYCLOAK_PASSWORD`
+	// (AdminCredentials).
 	AdminSecretNamespace string
 	AdminSecretName      string
 	// Timeout bounds each HTTP request (default 20 s).
@@ -714,21 +718,36 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 	if err != nil {
 		return nil, "", kubeError("read the Keycloak admin Secret "+ref, err)
 	}
-	user, pass := string(s.Data["username"]), string(s.Data["password"])
-	if user == "" || pass == "" {
-		return nil, "", temporal.NewNonRetryableApplicationError("the Keycloak admin Secret "+ref+" needs keys username and password", ErrTypeKeycloakMisconfigured, nil)
+	user, pass, ok := AdminCredentials(s.Data)
+	if !ok {
+		return nil, "", temporal.NewNonRetryableApplicationError("the Keycloak admin Secret "+ref+" needs keys username and password (or the Canvas's KEYCLOAK_USER and KEYCLOAK_PASSWORD)", ErrTypeKeycloakMisconfigured, nil)
 	}
-	kc := gocloak.NewClient(cfg.URL)
 	timeout := cfg.Timeout
 	if timeout == 0 {
 		timeout = 20 * time.Second
 	}
-	kc.RestyClient().SetTimeout(timeout)
+	newClient := func(base string) *gocloak.GoCloak {
+		kc := gocloak.NewClient(base)
+		kc.RestyClient().SetTimeout(timeout)
+		return kc
+	}
 	adminRealm := cfg.AdminRealm
 	if adminRealm == "" {
 		adminRealm = "master"
 	}
+	kc := newClient(cfg.URL)
 	tok, err := kc.LoginAdmin(ctx, user, pass, adminRealm)
+	if codeOf(err) == http.StatusNotFound {
+		// Keycloak before 17, and the Canvas's chart (httpRelativePath
+		// /auth/), serve under /auth; Keycloak 17 and later at / by
+		// default. A URL with the wrong one answers 404 for every path,
+		// so the other base is tried before the realm is called missing.
+		alt := AlternateKeycloakBase(cfg.URL)
+		if altTok, altErr := newClient(alt).LoginAdmin(ctx, user, pass, adminRealm); altErr == nil || codeOf(altErr) != http.StatusNotFound {
+			a.log().Warn("Keycloak answers under another base path than --keycloak-url: set it to the one used", "configured", cfg.URL, "used", alt)
+			kc, tok, err = newClient(alt), altTok, altErr
+		}
+	}
 	if err != nil {
 		if code := codeOf(err); code == http.StatusUnauthorized || code == http.StatusBadRequest {
 			return nil, "", temporal.NewNonRetryableApplicationError(
@@ -743,6 +762,30 @@ func (a *Identity) login(ctx context.Context) (*gocloak.GoCloak, string, error) 
 	}
 	a.session.put(kc, tok.AccessToken, validTo)
 	return kc, tok.AccessToken, nil
+}
+
+// AdminCredentials reads the Keycloak admin account from its Secret's
+// data: keys username and password, or KEYCLOAK_USER and KEYCLOAK_PASSWORD
+// as the Canvas stores them for its identity operator. ok is false unless
+// one pair is complete.
+func AdminCredentials(data map[string][]byte) (user, password string, ok bool) {
+	for _, keys := range [][2]string{{"username", "password"}, {"KEYCLOAK_USER", "KEYCLOAK_PASSWORD"}} {
+		user, password = string(data[keys[0]]), string(data[keys[1]])
+		if user != "" && password != "" {
+			return user, password, true
+		}
+	}
+	return "", "", false
+}
+
+// AlternateKeycloakBase is the other of a Keycloak base URL's two usual
+// forms: without /auth when it ends in it, with it otherwise.
+func AlternateKeycloakBase(base string) string {
+	trimmed := strings.TrimRight(base, "/")
+	if strings.HasSuffix(trimmed, "/auth") {
+		return strings.TrimSuffix(trimmed, "/auth")
+	}
+	return trimmed + "/auth"
 }
 
 // findClient looks a client up by clientId. The clientId filter is an exact

@@ -26,6 +26,17 @@
 #   hack/tools.sh lint       build golangci-lint and Temporal's workflowcheck
 #                            (go install of pinned versions) into their own
 #                            cache folder and print it (make lint runs them)
+#   hack/tools.sh keycloak [VERSION]
+#                            fetch Keycloak's server distribution
+#                            (org.keycloak:keycloak-quarkus-dist) from Maven
+#                            Central with mvn, check its SHA-256, unpack it
+#                            into its own cache folder with the JDK it runs
+#                            on (file java-home), link bin/keycloak (default
+#                            version only) and print the folder. VERSION: one
+#                            of the KEYCLOAK_VERSIONS below; default the
+#                            newest that a JDK on this machine runs
+#   hack/tools.sh --path keycloak [VERSION]
+#                            print that folder only (no download)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=/dev/null
@@ -56,11 +67,65 @@ GOLANGCI_LINT_VERSION=v2.15.0
 WORKFLOWCHECK_VERSION=v0.6.0
 lint_dir="$cache_root/lint_golangci-lint-${GOLANGCI_LINT_VERSION}_workflowcheck-${WORKFLOWCHECK_VERSION}_$(go env GOVERSION)"
 
+# Keycloak releases odaflow is tested on: version, the lowest and highest
+# Java major it supports, the SHA-256 of its keycloak-quarkus-dist tar.gz,
+# the path it is served under ("/" or "/auth": what
+# localstack.DefaultRelativePath gives, a build-time option of Keycloak). 26.7.3 is the
+# current release, 20.0.5 the one the Canvas's umbrella chart installs
+# (bitnamilegacy/keycloak 20.0.5, served under /auth), 25.0.6 the newest that
+# runs on Java 17 alone. Newest first: the default is the first whose Java
+# a JDK here satisfies.
+KEYCLOAK_VERSIONS=(
+  "26.7.3 21 25 77657f30b7e90d70f727712ce1c967f430fd6a5e9f458d32d8c6df0635345f47 /"
+  "25.0.6 17 21 - /"
+  "20.0.5 11 17 24e18198543dae808088d29a7a784d05d4b0c92851ad6c43ef7c371885cdb021 /auth"
+)
+
+# java_major prints the major version of JAVA_HOME $1's java, or nothing.
+java_major() {
+  local v
+  v="$("$1/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+  echo "$v"
+}
+
+# jdk_for prints the JAVA_HOME of the newest JDK whose major is between $1
+# and $2 (the JDKs under /usr/lib/jvm, and $JAVA_HOME), or nothing.
+jdk_for() {
+  local lo=$1 hi=$2 best="" best_major=0 home m
+  for home in ${JAVA_HOME:-} /usr/lib/jvm/*; do
+    [[ -x "$home/bin/java" && -d "$home" && ! -L "$home" ]] || continue
+    m="$(java_major "$home")"
+    [[ -n "$m" ]] || continue
+    if (( m >= lo && m <= hi && m > best_major )); then best=$home best_major=$m; fi
+  done
+  echo "$best"
+}
+
+# keycloak_pick sets kc_version, kc_java_min, kc_java_max and kc_sha256 for
+# version $1, or for the newest that a JDK here runs when $1 is empty.
+keycloak_pick() {
+  local want=${1:-} entry v lo hi sum rel
+  for entry in "${KEYCLOAK_VERSIONS[@]}"; do
+    read -r v lo hi sum rel <<<"$entry"
+    if [[ -n "$want" && "$v" != "$want" ]]; then continue; fi
+    if [[ -z "$want" && -z "$(jdk_for "$lo" "$hi")" ]]; then continue; fi
+    kc_version=$v kc_java_min=$lo kc_java_max=$hi kc_sha256=$sum kc_path=${rel%/}
+    return 0
+  done
+  if [[ -n "$want" ]]; then
+    echo "tools: keycloak $want is not one of: ${KEYCLOAK_VERSIONS[*]%% *}" >&2
+  else
+    echo "tools: no JDK under /usr/lib/jvm runs any Keycloak of: ${KEYCLOAK_VERSIONS[*]}" >&2
+  fi
+  return 1
+}
+
 if [[ "${1:-}" == "--path" ]]; then
   case "${2:-}" in
     "") echo "$dir" ;;
     vault) echo "$vault_dir" ;;
     temporal-server) echo "$tserver_dir" ;;
+    keycloak) keycloak_pick "${3:-}" && echo "$cache_root/keycloak-$kc_version" ;;
     *) echo "tools: unknown tool ${2}" >&2; exit 2 ;;
   esac
   exit 0
@@ -165,6 +230,77 @@ install_postgres() {
   echo "$bin"
 }
 
+# fetch_keycloak puts Keycloak $kc_version into $cache_root/keycloak-<v>:
+# the unpacked distribution in dist/, the JAVA_HOME it runs on in java-home.
+# Maven checks the repository's SHA-1 (-C fails on a mismatch); the pinned
+# SHA-256 is checked as well, so a changed artifact fails even with a
+# matching checksum file beside it.
+fetch_keycloak() {
+  local kc_dir="$cache_root/keycloak-$kc_version" java start tmp tarball got
+  java="$(jdk_for "$kc_java_min" "$kc_java_max")"
+  if [[ -z "$java" ]]; then
+    log "keycloak $kc_version runs on Java $kc_java_min to $kc_java_max; none under /usr/lib/jvm"
+    return 1
+  fi
+  if [[ ! -x "$kc_dir/dist/bin/kc.sh" ]]; then
+    log "fetching keycloak $kc_version from Maven Central (about 170 MB)"
+    start=$SECONDS
+    tmp="$(mktemp -d "$cache_root/.keycloak.XXXXXX")"
+    mvn -B -q -C -Dstyle.color=never dependency:copy \
+      "-Dartifact=org.keycloak:keycloak-quarkus-dist:${kc_version}:tar.gz" \
+      "-DoutputDirectory=$tmp" >&2
+    tarball="$tmp/keycloak-quarkus-dist-${kc_version}.tar.gz"
+    got="$(sha256sum "$tarball" | cut -d' ' -f1)"
+    if [[ "$kc_sha256" != "-" && "$got" != "$kc_sha256" ]]; then
+      rm -rf "$tmp"
+      log "keycloak $kc_version: SHA-256 $got, want $kc_sha256"
+      return 1
+    fi
+    [[ "$kc_sha256" == "-" ]] && log "keycloak $kc_version: SHA-256 $got (Maven checked its SHA-1; no pinned SHA-256)"
+    mkdir -p "$tmp/unpacked"
+    tar -xzf "$tarball" -C "$tmp/unpacked"
+    rm -rf "$kc_dir"
+    mkdir -p "$kc_dir"
+    mv "$tmp/unpacked/keycloak-${kc_version}" "$kc_dir/dist"
+    rm -rf "$tmp"
+    log "keycloak $kc_version fetched and unpacked in $((SECONDS - start))s"
+  fi
+  echo "$java" >"$kc_dir/java-home"
+  if [[ ! -f "$kc_dir/warm" ]]; then
+    start=$SECONDS
+    log "keycloak $kc_version: first start-dev, which builds it for dev mode (1-3 min)"
+    warm_keycloak "$kc_dir" "$java"
+    touch "$kc_dir/warm"
+    log "keycloak $kc_version built for dev mode in $((SECONDS - start))s"
+  fi
+  echo "$kc_dir"
+}
+
+# warm_keycloak runs start-dev once with the build-time options the tests
+# and make dev use (in-memory H2, the version's path) and stops it once the
+# build is done: Keycloak rebuilds ("augments") itself for these on its
+# first start, 1-3 minutes of CPU. Done here, under the lock, no test run
+# pays it and two runs never rebuild the same folder at once.
+warm_keycloak() {
+  local kc_dir=$1 java=$2 out pid i
+  local args=(start-dev --db=dev-mem --http-host=127.0.0.1 --http-port=0)
+  [[ -n "$kc_path" ]] && args+=("--http-relative-path=$kc_path")
+  out="$kc_dir/warm-up.log"
+  JAVA_HOME="$java" HOME="$kc_dir" setsid "$kc_dir/dist/bin/kc.sh" "${args[@]}" >"$out" 2>&1 &
+  pid=$!
+  for ((i = 0; i < 900; i++)); do
+    grep -q "development mode" "$out" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 1
+  done
+  kill -- -"$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  if ! grep -q "development mode" "$out"; then
+    log "keycloak $kc_version: the first start failed; see $out"
+    return 1
+  fi
+}
+
 # Serialised on purpose: on 2 cores parallel builds only fight for the CPU and
 # the lock keeps two concurrent callers (make dev + make test) from both building.
 exec 9>"$cache_root/.lock"
@@ -181,6 +317,16 @@ if [[ "${1:-}" == "temporal-server" ]]; then
 fi
 if [[ "${1:-}" == "postgres" ]]; then
   install_postgres
+  exit 0
+fi
+if [[ "${1:-}" == "keycloak" ]]; then
+  keycloak_pick "${2:-}"
+  kc_dir="$(fetch_keycloak)"
+  if [[ -z "${2:-}" ]]; then
+    mkdir -p "$root/bin"
+    ln -sfn "$kc_dir" "$root/bin/keycloak"
+  fi
+  echo "$kc_dir"
   exit 0
 fi
 if [[ "${1:-}" == "lint" ]]; then

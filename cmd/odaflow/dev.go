@@ -170,6 +170,22 @@ func runDev(args []string) error {
 			logStop("vault", vault.Stop)
 		}
 	}()
+	// And the real Keycloak, when it is fetched and no other is named: its
+	// JVM start is the longest, so it runs alongside the others.
+	var realKeycloak *devKeycloak
+	keycloakErr, keycloakDone := error(nil), make(chan struct{})
+	go func() {
+		defer close(keycloakDone)
+		if keycloakURL == "" {
+			realKeycloak, keycloakErr = startDevKeycloak(ctx, filepath.Join(*dataDir, "keycloak"), *keycloakRealm)
+		}
+	}()
+	defer func() {
+		<-keycloakDone
+		if realKeycloak != nil && realKeycloak.kc != nil {
+			logStop("keycloak", realKeycloak.kc.Stop)
+		}
+	}()
 	crds := prepareDevCRDs(out)
 	defer crds.remove()
 
@@ -208,7 +224,11 @@ func runDev(args []string) error {
 		step("conversion webhook serving")
 	}
 
-	identity, err := startIdentity(ctx, restCfg, keycloakURL, *keycloakRealm)
+	<-keycloakDone
+	if keycloakErr != nil {
+		return keycloakErr
+	}
+	identity, err := startIdentity(ctx, restCfg, keycloakURL, *keycloakRealm, realKeycloak)
 	if err != nil {
 		return err
 	}

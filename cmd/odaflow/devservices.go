@@ -47,11 +47,34 @@ func (d *devIdentity) Stop() {
 	}
 }
 
-// startIdentity starts odaflow's Keycloak stand-in, or, with url set, uses
-// that Keycloak with the admin credentials in KEYCLOAK_ADMIN and
-// KEYCLOAK_ADMIN_PASSWORD (the variables Keycloak's own image reads). Either
-// way the credentials go into a Secret in the cluster for the worker.
-func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string) (*devIdentity, error) {
+// devKeycloak is the real Keycloak of the dev stack, started when `make
+// tools` (or `hack/tools.sh keycloak`) has fetched it; kc is nil and why
+// says why otherwise.
+type devKeycloak struct {
+	kc  *localstack.Keycloak
+	why string
+}
+
+// startDevKeycloak starts the real Keycloak (in memory, with the Canvas
+// realm set up) when it is in the tools cache.
+func startDevKeycloak(ctx context.Context, dataDir, realm string) (*devKeycloak, error) {
+	home, err := localstack.KeycloakHome("")
+	if err != nil {
+		return &devKeycloak{why: "no real Keycloak fetched (`make tools` or `hack/tools.sh keycloak` fetches one; it then starts in 1-3 min)"}, nil
+	}
+	kc, err := localstack.StartKeycloak(ctx, localstack.KeycloakOptions{Home: home, DataDir: dataDir, Realm: realm})
+	if err != nil {
+		return nil, fmt.Errorf("start Keycloak (from %s): %w", home, err)
+	}
+	return &devKeycloak{kc: kc}, nil
+}
+
+// startIdentity uses the real Keycloak (real) when it runs, else starts
+// odaflow's Keycloak stand-in; with url set, it uses that Keycloak with the
+// admin credentials in KEYCLOAK_ADMIN and KEYCLOAK_ADMIN_PASSWORD (the
+// variables Keycloak's own image reads). Either way the credentials go
+// into a Secret in the cluster for the worker.
+func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string, real *devKeycloak) (*devIdentity, error) {
 	d := &devIdentity{Config: config.Keycloak{
 		URL: url, Realm: realm, AdminRealm: keycloak.AdminRealm,
 		AdminSecret: devSystemNamespace + "/" + devKeycloakAdminSecret, Timeout: 20 * time.Second,
@@ -65,6 +88,12 @@ func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string) (*d
 			return nil, errors.New("--keycloak-url needs the admin password in KEYCLOAK_ADMIN_PASSWORD (and the user in KEYCLOAK_ADMIN, default admin)")
 		}
 		d.Banner = fmt.Sprintf("%s, realm %s (--keycloak-url)", url, realm)
+	} else if real != nil && real.kc != nil {
+		k := real.kc
+		user, password = k.AdminUser, k.AdminPassword()
+		d.Config.URL = k.URL
+		d.Banner = fmt.Sprintf("real Keycloak %s at %s, realm %s (started in %s; in memory: it starts empty each time, and the drift check recreates the clients within its interval)",
+			k.Version, k.URL, realm, k.Started.Round(time.Second))
 	} else {
 		user, password = keycloak.AdminUser, "dev-"+randomHex(16)
 		kc, err := keycloak.New(keycloak.Options{AdminPassword: password})
@@ -77,12 +106,19 @@ func startIdentity(ctx context.Context, cfg *rest.Config, url, realm string) (*d
 			return nil, fmt.Errorf("seed the Keycloak stand-in: %w", err)
 		}
 		d.Config.URL = kc.URL()
+		why := ""
+		if real != nil {
+			why = "\n                    " + real.why
+		}
 		d.Banner = fmt.Sprintf("odaflow's stand-in at %s, realm %s: an in-memory imitation of the Keycloak %s admin API\n"+
-			"                    odaflow calls (tests/contract checks it against gocloak); --keycloak-url URL uses a real Keycloak", kc.URL(), realm, keycloak.KeycloakVersion)
+			"                    odaflow calls (tests/contract checks it against gocloak); --keycloak-url URL uses a real Keycloak%s", kc.URL(), realm, keycloak.KeycloakVersion, why)
 	}
-	if err := putSecret(ctx, cfg, devSystemNamespace, devKeycloakAdminSecret, map[string][]byte{
-		"username": []byte(user), "password": []byte(password),
-	}); err != nil {
+	data := map[string][]byte{"username": []byte(user), "password": []byte(password)}
+	if real != nil && real.kc != nil && url == "" {
+		// As the Canvas stores it, which the worker reads too.
+		data = real.kc.AdminSecretData()
+	}
+	if err := putSecret(ctx, cfg, devSystemNamespace, devKeycloakAdminSecret, data); err != nil {
 		d.Stop()
 		return nil, fmt.Errorf("store the Keycloak admin credentials: %w", err)
 	}

@@ -24,7 +24,7 @@ import (
 
 // proxyStack is a worker and a watcher that reach kube-apiserver only
 // through a FaultProxy. They have their own task queue and serve the
-// namespaces it-px-*, which the main watcher ("it-[^gkptx]*") ignores.
+// namespaces it-px-*, which the main watcher ("it-[^gkprtx]*") ignores.
 type proxyStack struct {
 	proxy      *localstack.FaultProxy
 	metricsURL string

@@ -29,6 +29,11 @@ func collectArtifacts(logDir string) error {
 	if err := register("Keycloak admin password", stack.keycloakPassword); err != nil {
 		return err
 	}
+	if realKC.kc != nil {
+		if err := register("real Keycloak admin password", realKC.kc.AdminPassword()); err != nil {
+			return err
+		}
+	}
 	for _, v := range keycloak.Issued() {
 		if err := register("Keycloak client secret or token", v); err != nil {
 			return err

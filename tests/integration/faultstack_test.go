@@ -32,7 +32,7 @@ import (
 
 // faultStack is a worker configuration and a watcher of their own for a
 // fault test: their own task queue and namespace glob (which the main
-// watcher's "it-[^gkptx]*" ignores), so a worker can be killed or Temporal
+// watcher's "it-[^gkprtx]*" ignores), so a worker can be killed or Temporal
 // restarted without touching the other tests' processes.
 type faultStack struct {
 	common config.Common

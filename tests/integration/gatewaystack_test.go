@@ -34,7 +34,7 @@ var (
 // gatewayStack is a second odaflow worker and watcher, started by a test,
 // that drive one non-default gateway. They have their own task queue and
 // serve only namespaces with their own prefix, which the main watcher
-// ("it-[^gkptx]*") ignores, so the two sets of processes never handle the
+// ("it-[^gkprtx]*") ignores, so the two sets of processes never handle the
 // same object.
 type gatewayStack struct {
 	gateway string

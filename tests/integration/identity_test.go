@@ -3,15 +3,18 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/Nerzal/gocloak/v13"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/temporalproto"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/internal/testartifacts"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/tests/fixtures"
@@ -63,12 +66,17 @@ func assertSecretsAbsent(t *testing.T, secrets map[string]string, workflowIDs ..
 	}
 }
 
+// TestIdentityCredentialsRotateAndNeverEnterHistory, on the real Keycloak:
+// a Component's client and credentials Secret, a rotation on request, no
+// secret in any history, and the client deleted with the Component.
 func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
-	ns := "it-identity"
+	needRealKeycloak(t)
+	kc := realAdmin(t)
+	ns := "it-ridentity"
 	name := "idt-productcatalogmanagement"
 	readyNamespace(t, ns)
 	create(t, oda.KindComponent, fixtures.WithOwnPaths(fixtures.WithoutDependentAPIs(fixtures.ProductCatalog(ns, name))))
-	waitIdentity(t, ns, name)
+	waitRealIdentity(t, kc, ns, name)
 	waitPhase(t, ns, name, oda.StatusComplete, 60*time.Second)
 
 	secrets := stack.core.CoreV1().Secrets(ns)
@@ -77,7 +85,7 @@ func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	oldSecret := string(first.Data["client_secret"])
-	if inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name); inKeycloak != oldSecret {
+	if inKeycloak, _ := kc.ClientSecret(name); inKeycloak != oldSecret {
 		t.Fatalf("the Secret's client_secret does not match Keycloak's")
 	}
 	// The IdentityConfig controls it, and is its only owner: the Component
@@ -104,7 +112,7 @@ func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
 		}
 		rotated = s
 		newSecret = string(s.Data["client_secret"])
-		inKeycloak, _ := stack.keycloak.ClientSecret(keycloakRealm, name)
+		inKeycloak, _ := kc.ClientSecret(name)
 		return newSecret != oldSecret && newSecret == inKeycloak && s.UID == first.UID, "not rotated yet"
 	})
 
@@ -112,13 +120,13 @@ func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
 	onlyOwner(rotated)
 
 	assertSecretsAbsent(t, map[string]string{
-		"old client secret": oldSecret, "rotated client secret": newSecret, "Keycloak admin password": stack.keycloakPassword,
+		"old client secret": oldSecret, "rotated client secret": newSecret, "Keycloak admin password": realKC.kc.AdminPassword(),
 	}, oda.WorkflowID(oda.KindIdentityConfig.Name, ns, name), oda.WorkflowID(oda.KindComponent.Name, ns, name))
 
 	// Uninstall deletes the client in Keycloak; the Secret goes with its owner.
 	deleteComponent(t, ns, name)
 	eventually(t, 60*time.Second, "Keycloak client deleted", func() (bool, string) {
-		_, ok := stack.keycloak.ClientSecret(keycloakRealm, name)
+		_, ok := kc.ClientSecret(name)
 		return !ok, "client still in Keycloak"
 	})
 	idID := oda.WorkflowID(oda.KindIdentityConfig.Name, ns, name)
@@ -127,4 +135,81 @@ func TestIdentityCredentialsRotateAndNeverEnterHistory(t *testing.T) {
 		return err == nil && st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, fmt.Sprint(st, err)
 	})
 	recordHistory(t, idID, "identityconfig-rotate-delete.json")
+}
+
+// TestIdentityRolesAndDriftOnRealKeycloak, as a Keycloak administrator
+// would check an operator: an IdentityConfig's client with service
+// accounts, its static roles, the canvasSystemRole on both the component
+// client and canvassystem, and canvassystem's service account really
+// granted it; what an administrator breaks by hand (a role deleted, the
+// grant revoked) repaired by the drift check; a role dropped from the spec
+// deleted; the client deleted with the IdentityConfig, the shared
+// canvassystem role kept.
+func TestIdentityRolesAndDriftOnRealKeycloak(t *testing.T) {
+	needRealKeycloak(t)
+	kc := realAdmin(t)
+	ctx := context.Background()
+	ns, name := "it-rroles", "roles-pc"
+	createNamespace(t, ns)
+	spec := map[string]any{"canvasSystemRole": "Admin", "componentRole": []any{
+		map[string]any{"name": "cat1owner", "description": "owns catalogue 1"}, map[string]any{"name": "cat2owner"},
+	}}
+	create(t, oda.KindIdentityConfig, child(oda.KindIdentityConfig, ns, name, spec))
+	want := []string{"Admin", "cat1owner", "cat2owner"}
+	inPlace := func() (bool, string) {
+		roles, ok := kc.ClientRoles(name)
+		grants := kc.canvasGrants(name)
+		return ok && slices.Equal(roles, want) && slices.Equal(grants, []string{"Admin"}),
+			fmt.Sprintf("client present %v, roles %v, canvassystem holds %v", ok, roles, grants)
+	}
+	eventually(t, 60*time.Second, "client, roles and the canvassystem grant", inPlace)
+	c := kc.client(name)
+	if !gocloak.PBool(c.ServiceAccountsEnabled) || gocloak.PBool(c.PublicClient) {
+		t.Errorf("client %s: serviceAccountsEnabled %v, publicClient %v; want a confidential client with a service account",
+			name, gocloak.PBool(c.ServiceAccountsEnabled), gocloak.PBool(c.PublicClient))
+	}
+	canvasRoles, _ := kc.ClientRoles(localstack.CanvasSystemClient)
+	if !slices.Contains(canvasRoles, "Admin") {
+		t.Errorf("canvassystem roles %v lack Admin (the BDD test's check)", canvasRoles)
+	}
+	role, err := kc.kc.GetClientRole(ctx, kc.token(), kc.realm, *c.ID, "cat1owner")
+	if err != nil || gocloak.PString(role.Description) != "owns catalogue 1" {
+		t.Errorf("cat1owner: %v, description %q", err, gocloak.PString(role.Description))
+	}
+
+	// An administrator deletes a role and revokes the grant by hand.
+	if err := kc.kc.DeleteClientRole(ctx, kc.token(), kc.realm, *c.ID, "cat2owner"); err != nil {
+		t.Fatal(err)
+	}
+	canvas := kc.client(localstack.CanvasSystemClient)
+	sa, err := kc.kc.GetClientServiceAccount(ctx, kc.token(), kc.realm, *canvas.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kc.kc.GetClientRole(ctx, kc.token(), kc.realm, *c.ID, "Admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.kc.DeleteClientRolesFromUser(ctx, kc.token(), kc.realm, *c.ID, *sa.ID, []gocloak.Role{*admin}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := inPlace(); ok {
+		t.Fatal("the hand-made drift did not take")
+	}
+	eventually(t, 3*realDriftInterval+30*time.Second, "the drift check's repair", inPlace)
+
+	// The spec drops a role: Keycloak follows.
+	mergePatch(t, oda.KindIdentityConfig, ns, name, `{"spec":{"componentRole":[{"name":"cat1owner","description":"owns catalogue 1"}]}}`)
+	want = []string{"Admin", "cat1owner"}
+	eventually(t, 60*time.Second, "cat2owner deleted", inPlace)
+
+	if err := stack.dyn.Resource(oda.KindIdentityConfig.GVR()).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the client deleted", func() (bool, string) {
+		return kc.client(name) == nil, "client still in Keycloak"
+	})
+	if canvasRoles, _ := kc.ClientRoles(localstack.CanvasSystemClient); !slices.Contains(canvasRoles, "Admin") {
+		t.Errorf("the shared canvassystem role Admin went with one component: %v", canvasRoles)
+	}
 }

@@ -95,6 +95,19 @@ func run(m *testing.M) int {
 	logDir, _ := os.MkdirTemp("", "odaflow-it-logs-")
 	fmt.Fprintf(os.Stderr, "integration: server logs in %s\n", logDir)
 	start := time.Now()
+	// Keycloak's JVM start is the slowest of all: it runs alongside the
+	// other servers' and is joined before the workers start.
+	// The stop waits for the start, so that a run ended early by another
+	// server's failure leaves no JVM behind.
+	kcDone, kcFinished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(kcFinished)
+		kcDone <- startRealKeycloak(context.Background(), logDir)
+	}()
+	defer func() {
+		<-kcFinished
+		stopRealKeycloak()
+	}()
 	crdDir := filepath.Join(logDir, "crds")
 	if err := odaflowchart.WriteCRDs(crdDir); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
@@ -173,6 +186,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { stopApp(stack.watcher) }()
+	if err := <-kcDone; err != nil {
+		fmt.Fprintf(os.Stderr, "integration: start keycloak: %v\n", err)
+		return 1
+	}
+	kctx, kcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer kcancel()
+	if err := startRealKeycloakStack(kctx); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: the real Keycloak's worker and watcher: %v\n", err)
+		return 1
+	}
 	code := m.Run()
 	if err := collectArtifacts(logDir); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: artifacts for the secrets scan: %v\n", err)
@@ -221,11 +244,12 @@ func startWorker(ctx context.Context) (*fx.App, error) {
 func startWatcher(ctx context.Context) (*fx.App, error) {
 	// Namespaces it-g* belong to the gateway tests' own worker and watcher,
 	// it-k* and it-t* to the fault tests' (the killed worker, Temporal
-	// restarted), it-p* to the apiserver fault tests' (behind the fault proxy).
+	// restarted), it-p* to the apiserver fault tests' (behind the fault proxy),
+	// it-r* to the identity tests on the real Keycloak (realkeycloak_test.go).
 	// components is the Canvas's own namespace, where the test-kit charts
 	// go (the -sman chart's pod selector names it).
 	common := stack.common
-	common.Namespaces = []string{"it-[^gkptx]*", "components"}
+	common.Namespaces = []string{"it-[^gkprtx]*", "components"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
 	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
 	return app, app.Start(ctx)

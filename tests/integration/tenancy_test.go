@@ -28,16 +28,18 @@ func waitIdentityCondition(t *testing.T, ns, name, reason, want string) {
 	})
 }
 
-// TestTenantsCannotTakeEachOthersIdentity, on the real apiserver and
-// Temporal with the Keycloak stand-in: a second team's IdentityConfig of the
+// TestTenantsCannotTakeEachOthersIdentity, on the real apiserver, Temporal
+// and Keycloak: a second team's IdentityConfig of the
 // same name is refused the first team's client (whose client, roles and
 // secret stay byte for byte as they were), gets no Secret, and its deletion
 // leaves the client; a credentials Secret the team made itself is neither
 // overwritten nor deleted.
 func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
+	needRealKeycloak(t)
+	kc := realAdmin(t)
 	ctx := context.Background()
-	// it-t* belongs to the Temporal fault tests (main_test.go startWatcher).
-	nsA, nsB := "it-owner-a", "it-owner-b"
+	// it-r* is the real Keycloak's (realkeycloak_test.go).
+	nsA, nsB := "it-rowner-a", "it-rowner-b"
 	createNamespace(t, nsA)
 	createNamespace(t, nsB)
 	const name = "tenant-pc"
@@ -55,7 +57,7 @@ func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
 		reason, msg := condition(u)
 		return false, fmt.Sprint(err, "; ", reason, ": ", msg)
 	})
-	before, ok := stack.keycloak.ClientSnapshot(keycloakRealm, name)
+	before, ok := kc.ClientSnapshot(name)
 	if !ok {
 		t.Fatal("team A's client is missing")
 	}
@@ -90,7 +92,7 @@ func TestTenantsCannotTakeEachOthersIdentity(t *testing.T) {
 		_, err := get(oda.KindIdentityConfig, nsB, name)
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	if after, ok := stack.keycloak.ClientSnapshot(keycloakRealm, name); !ok || after != before {
+	if after, ok := kc.ClientSnapshot(name); !ok || after != before {
 		t.Errorf("team A's client changed (present %v):\nbefore %s\nafter  %s", ok, before, after)
 	}
 	if s, err := stack.core.CoreV1().Secrets(nsA).Get(ctx, name+"-secret", metav1.GetOptions{}); err != nil || s.ResourceVersion != secretA.ResourceVersion {

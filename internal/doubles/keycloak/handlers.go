@@ -120,7 +120,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	case "password":
 		u = rl.userByName(strings.ToLower(r.PostForm.Get("username")))
 		if u == nil || u.saClientID != "" || u.password == "" || u.password != r.PostForm.Get("password") || !u.enabled {
-			oauthError(w, http.StatusUnauthorized, "invalid_grant", "Invalid user credentials")
+			// 400 since Keycloak 26 (measured on 26.7.3); 20.0.5, the
+			// Canvas's, answered 401. odaflow treats both as refused.
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "Invalid user credentials")
 			return
 		}
 	case "client_credentials":

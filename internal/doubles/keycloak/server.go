@@ -1,7 +1,8 @@
 // Package keycloak is an HTTP test double of the part of Keycloak's admin
 // REST API that odaflow calls through gocloak, plus the token endpoint.
 //
-// It imitates Keycloak 26.0 (KeycloakVersion): status codes, Location
+// It imitates Keycloak 26.7 (KeycloakVersion; checked against 26.7.3 and
+// the Canvas's 20.0.5 by the contract suite): status codes, Location
 // headers, error bodies ({"error": ...} for 404/401/403 from the JAX-RS error
 // handler, {"errorMessage": ...} for 409 from ErrorResponse.exists, OAuth2
 // errors {"error", "error_description"} from the token endpoint), pagination
@@ -48,7 +49,7 @@ import (
 
 // KeycloakVersion is the Keycloak release whose behaviour the double
 // imitates.
-const KeycloakVersion = "26.0"
+const KeycloakVersion = "26.7"
 
 // Defaults of a seeded double.
 const (

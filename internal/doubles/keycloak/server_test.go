@@ -47,7 +47,7 @@ func apiCode(err error) int {
 func TestTokenGrantsAndExpiry(t *testing.T) {
 	s, kc, clk := start(t)
 	ctx := context.Background()
-	if _, err := kc.LoginAdmin(ctx, AdminUser, "wrong", AdminRealm); apiCode(err) != 401 || !strings.Contains(err.Error(), "invalid_grant: Invalid user credentials") {
+	if _, err := kc.LoginAdmin(ctx, AdminUser, "wrong", AdminRealm); apiCode(err) != 400 || !strings.Contains(err.Error(), "invalid_grant: Invalid user credentials") {
 		t.Fatalf("wrong password: %v", err)
 	}
 	if _, err := kc.LoginAdmin(ctx, AdminUser, testPassword, "nope"); err == nil || err.Error() != "404 Not Found: Realm does not exist" {
