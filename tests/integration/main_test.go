@@ -130,7 +130,7 @@ func run(m *testing.M) int {
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
 		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway",
-		SearchAttributes: true,
+		SearchAttributes: true, Gateway: "istio",
 	}
 	if err := startDoubles(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: doubles: %v\n", err)
@@ -186,7 +186,7 @@ func startDoubles(ctx context.Context) error {
 }
 
 func startWorker(ctx context.Context) (*fx.App, error) {
-	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway",
+	cfg := config.Worker{Common: stack.common, IstioGateway: "components/component-gateway",
 		ServiceInventoryURL: stack.inventoryURL,
 		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
