@@ -29,6 +29,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/odaflow/odaflow/dependency"
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
 )
@@ -168,6 +170,9 @@ type harnessOptions struct {
 	workflowTaskTimeout time.Duration
 	// clock is Config.Clock; nil is the real clock.
 	clock clock.WithTicker
+	// gateway and trust are Config.Gateway and Config.Trust.
+	gateway gateway.Config
+	trust   dependency.Trust
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -237,7 +242,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
-		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock},
+		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock, Gateway: o.gateway, Trust: o.trust},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
