@@ -465,9 +465,9 @@ func TestMalformedComponentsEachFailClearly(t *testing.T) {
 	}
 	for _, name := range []string{"loop-a", "loop-b"} {
 		other := map[string]string{"loop-a": "loop-b", "loop-b": "loop-a"}[name]
-		// Its partner's API, or another provider's a test left behind
-		// elsewhere: another Component's API wins over its own, which it
-		// may hold for a moment while its partner's is not ready yet.
+		// Its partner's API, in the same namespace: another Component's
+		// API wins over its own, which it may hold for a moment while its
+		// partner's is not ready yet.
 		var url string
 		eventually(t, 30*time.Second, name+" resolved to another component's API", func() (bool, string) {
 			u := mustGet(t, oda.KindComponent, ns, name)
