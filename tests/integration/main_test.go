@@ -206,7 +206,10 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	common := stack.common
 	common.Namespaces = []string{"it-[^gkptx]*", "components"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
-	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
+	// Namespaces it-shared-* are shared with every namespace, as a Canvas
+	// operator shares a platform team's (the adversarial dependency tests).
+	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout,
+		SharedAPINamespaces: []string{sharedAPINamespaces}})
 	return app, app.Start(ctx)
 }
 
