@@ -476,7 +476,7 @@ func TestMalformedComponentsEachFailClearly(t *testing.T) {
 			if len(deps) == 1 {
 				url = fmt.Sprint(deps[0].(map[string]any)["url"])
 			}
-			return url != "" && !strings.Contains(url, "/"+name+"/"), fmt.Sprintf("coreDependentAPIs %v, want a url of another component (%s's)", deps, other)
+			return strings.Contains(url, "/"+other+"/"), fmt.Sprintf("coreDependentAPIs %v, want a url of its partner %s, in its namespace", deps, other)
 		})
 		t.Logf("%s depends on %s", name, url)
 	}
