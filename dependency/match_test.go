@@ -49,10 +49,12 @@ func TestMatch(t *testing.T) {
 			[]Provider{provider("c", "b"), provider("c", "a", func(p *Provider) { p.Component = "f-cat" })}, "c/b"},
 		{"its own api alone is a match, as in the Canvas", Request{Namespace: "c", Component: "r-cat-productcatalogmanagement", SpecURL: catalogSpec},
 			[]Provider{provider("c", "a")}, "c/a"},
-		{"another component's api in another namespace wins over its own", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
-			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat" }), provider("z", "b")}, "z/b"},
+		{"its own api in its namespace wins over another namespace's", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
+			[]Provider{provider("a", "b"), provider("c", "a", func(p *Provider) { p.Component = "f-cat" })}, "c/a"},
+		{"another component's api in its namespace wins over its own and another namespace's", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
+			[]Provider{provider("a", "x"), provider("c", "a", func(p *Provider) { p.Component = "f-cat" }), provider("c", "z")}, "c/z"},
 		{"a namesake component in another namespace is not its own", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
-			[]Provider{provider("a", "x", func(p *Provider) { p.Component = "f-cat" }), provider("c", "own", func(p *Provider) { p.Component = "f-cat" })}, "a/x"},
+			[]Provider{provider("b", "y"), provider("a", "x", func(p *Provider) { p.Component = "f-cat" })}, "a/x"},
 		{"its own api that is not ready is no match", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec},
 			[]Provider{provider("c", "a", func(p *Provider) { p.Component = "f-cat"; p.Ready = false })}, ""},
 		{"a selector can leave only its own api", Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec, Selector: Selector{ReleaseName: "f-cat"}},
@@ -76,6 +78,66 @@ func TestMatch(t *testing.T) {
 			}
 			if !ok || got.Key() != tt.want {
 				t.Fatalf("got %q (ok=%v), want %q", got.Key(), ok, tt.want)
+			}
+		})
+	}
+}
+
+// TestMatchV0 keeps the ranking odaflow v0.1.0 resolved with, which
+// histories of that release replay: another component's api in any
+// namespace before the DependentAPI's own.
+func TestMatchV0(t *testing.T) {
+	req := Request{Namespace: "c", Component: "f-cat", SpecURL: catalogSpec}
+	own := provider("c", "a", func(p *Provider) { p.Component = "f-cat" })
+	tests := []struct {
+		name      string
+		providers []Provider
+		want      string
+	}{
+		{"another component's api in another namespace wins over its own", []Provider{own, provider("z", "b")}, "z/b"},
+		{"then its own namespace", []Provider{provider("a", "x"), provider("c", "z")}, "c/z"},
+		{"its own alone", []Provider{own}, "c/a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := MatchV0(req, tt.providers); !ok || got.Key() != tt.want {
+				t.Fatalf("got %q (ok=%v), want %q", got.Key(), ok, tt.want)
+			}
+		})
+	}
+	if got, _ := Match(req, []Provider{own, provider("z", "b")}); got.Key() != "c/a" {
+		t.Fatalf("Match ranks as MatchV0 did: %q, want its own namespace first", got.Key())
+	}
+}
+
+func TestTrustReaches(t *testing.T) {
+	req := Request{Namespace: "team-a", SpecURL: catalogSpec}
+	named := req
+	named.Selector.Namespace = "team-b"
+	shared := Trust{SharedNamespaces: []string{"canvas-shared", "platform-*"}}
+	tests := []struct {
+		name  string
+		trust Trust
+		req   Request
+		ns    string
+		want  bool
+	}{
+		{"its own namespace", Trust{}, req, "team-a", true},
+		{"another namespace is denied by default", Trust{}, req, "team-b", false},
+		{"the namespace its selector names", Trust{}, named, "team-b", true},
+		{"a selector naming one namespace reaches no third", Trust{}, named, "team-c", false},
+		{"a selector naming another namespace still reaches its own", Trust{}, named, "team-a", true},
+		{"a shared namespace", shared, req, "canvas-shared", true},
+		{"a shared glob", shared, req, "platform-catalog", true},
+		{"a namespace the globs do not name", shared, req, "team-b", false},
+		{"a glob is whole-name", Trust{SharedNamespaces: []string{"platform"}}, req, "platform-x", false},
+		{"no namespace is nowhere", shared, Request{SpecURL: catalogSpec}, "", false},
+		{"a bad glob shares nothing", Trust{SharedNamespaces: []string{"["}}, req, "[", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.trust.Reaches(tt.req, tt.ns); got != tt.want {
+				t.Fatalf("Reaches(%q) = %v, want %v", tt.ns, got, tt.want)
 			}
 		})
 	}
@@ -110,7 +172,7 @@ func TestSpecURLsReadsEveryVersionsForm(t *testing.T) {
 	}
 }
 
-func TestRequestOfAndProviderOf(t *testing.T) {
+func TestRequestOf(t *testing.T) {
 	req, ok := RequestOf("ns", "comp", map[string]any{
 		"specification": map[string]any{"url": catalogSpec},
 		"selector":      map[string]any{"namespace": "prod", "releaseName": "r-cat", "zone": "z"},
@@ -120,10 +182,5 @@ func TestRequestOfAndProviderOf(t *testing.T) {
 	}
 	if _, ok := RequestOf("ns", "comp", map[string]any{"name": "x"}); ok {
 		t.Fatal("a DependentAPI without a specification url must not be matchable")
-	}
-	p := ProviderOf("ns", "api", "comp", map[string]any{"apiType": "openapi", "specification": []any{catalogSpec}},
-		map[string]any{"implementation": map[string]any{"ready": true}, "apiStatus": map[string]any{"url": "https://x/y"}})
-	if !p.Ready || p.URL != "https://x/y" || p.APIType != "openapi" || p.Component != "comp" || len(p.SpecURLs) != 1 {
-		t.Fatalf("ProviderOf = %+v", p)
 	}
 }

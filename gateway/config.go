@@ -49,6 +49,11 @@ type Config struct {
 	// PublicHostname, when set, is the VirtualService host and replaces the
 	// ingress load-balancer address in URLs.
 	PublicHostname string
+	// AllowedHostnames are the host names, besides the Canvas's own address
+	// (PublicHostname and the ingress's IP and host name), an ExposedAPI's
+	// spec.hostname may put into its URL: exact names or globs such as
+	// *.apps.example.com (HostnameAllowed).
+	AllowedHostnames []string
 	// KongGatewayName and KongGatewayNamespace are the HTTPRoute parentRef
 	// (the Canvas hard-codes kong/components).
 	KongGatewayName, KongGatewayNamespace string

@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"net"
+	"path"
 	"strconv"
+	"strings"
 )
 
 // Ingress is the gateway's ingress Service as exposure needs it: the first
@@ -80,4 +82,35 @@ func portSuffix(ports []Port) string {
 		return ":" + strconv.Itoa(int(p.Port))
 	}
 	return ""
+}
+
+// HostnameAllowed tells whether an ExposedAPI's spec.hostname may become
+// the host of its URL. The URL is what a dependant calls, so the Canvas
+// decides which hosts it may name, not the tenant who writes the spec: no
+// hostname (the Canvas's address is used), the Canvas's own address
+// (cfg.PublicHostname, the ingress's IP or host name), or a name matching
+// one of cfg.AllowedHostnames, compared without case. A glob's * matches
+// any run of characters, dots included, so *.example.com admits every name
+// under example.com and nothing else. in is nil while the ingress has no
+// address.
+func HostnameAllowed(cfg Config, in *Ingress, hostname string) bool {
+	host := strings.ToLower(strings.TrimSpace(hostname))
+	if host == "" {
+		return true
+	}
+	own := []string{cfg.PublicHostname}
+	if in != nil {
+		own = append(own, in.IP, in.Hostname)
+	}
+	for _, o := range own {
+		if o != "" && strings.EqualFold(o, host) {
+			return true
+		}
+	}
+	for _, pattern := range cfg.AllowedHostnames {
+		if ok, _ := path.Match(strings.ToLower(pattern), host); ok {
+			return true
+		}
+	}
+	return false
 }

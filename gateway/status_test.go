@@ -99,3 +99,38 @@ func TestAPIStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestHostnameAllowed(t *testing.T) {
+	lb := &Ingress{IP: "34.159.217.74", Hostname: "lb.cloud.example"}
+	cases := []struct {
+		name     string
+		cfg      Config
+		in       *Ingress
+		hostname string
+		want     bool
+	}{
+		{"no hostname uses the Canvas's address", Config{}, nil, "", true},
+		{"blanks only is no hostname", Config{}, lb, "  ", true},
+		{"the public hostname", Config{PublicHostname: "canvas.example.com"}, lb, "canvas.example.com", true},
+		{"the public hostname in another case", Config{PublicHostname: "canvas.example.com"}, lb, "Canvas.Example.COM", true},
+		{"the ingress ip", Config{}, lb, "34.159.217.74", true},
+		{"the ingress host name", Config{}, lb, "lb.cloud.example", true},
+		{"any other name is refused", Config{PublicHostname: "canvas.example.com"}, lb, "evil.attacker.example", false},
+		{"refused while the ingress has no address", Config{}, nil, "lb.cloud.example", false},
+		{"an empty ingress address is no name", Config{}, &Ingress{}, "x", false},
+		{"an allow-listed name", Config{AllowedHostnames: []string{"api.example.com"}}, lb, "api.example.com", true},
+		{"a glob of names", Config{AllowedHostnames: []string{"*.apps.example.com"}}, lb, "catalog.apps.example.com", true},
+		{"a glob spans labels", Config{AllowedHostnames: []string{"*.apps.example.com"}}, lb, "a.b.apps.example.com", true},
+		{"a glob is anchored at the end", Config{AllowedHostnames: []string{"*.apps.example.com"}}, lb, "apps.example.com.evil.example", false},
+		{"a glob needs its dot", Config{AllowedHostnames: []string{"*.apps.example.com"}}, lb, "evilapps.example.com", false},
+		{"a glob in upper case", Config{AllowedHostnames: []string{"*.Apps.Example.com"}}, lb, "x.apps.example.com", true},
+		{"a bad glob admits nothing", Config{AllowedHostnames: []string{"["}}, lb, "[", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HostnameAllowed(tc.cfg, tc.in, tc.hostname); got != tc.want {
+				t.Fatalf("HostnameAllowed(%q) = %v, want %v", tc.hostname, got, tc.want)
+			}
+		})
+	}
+}

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
+	"github.com/odaflow/odaflow/dependency"
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/internal/runtime"
 	"github.com/odaflow/odaflow/oda"
@@ -124,6 +126,8 @@ func runApp(lc fx.Lifecycle, shutdown fx.Shutdowner, cfg config.Watcher, dyn dyn
 			Namespaces: filter, TaskQueue: cfg.TaskQueue, Lifecycles: DefaultLifecycles(LifecycleOptions{IdentityCheckInterval: cfg.IdentityCheckInterval, SecretsCheckInterval: cfg.SecretsCheckInterval}),
 			IngressSelector: ingress, IngressNamespace: cfg.IngressNamespace, SearchAttributes: searchAttributes,
 			ChildStatusWindow: cfg.ChildStatusWindow, WorkflowTaskTimeout: cfg.WorkflowTaskTimeout, StatusKey: statusKey,
+			Gateway: gateway.Config{Gateway: cfg.Gateway, PublicHostname: cfg.PublicHostname, AllowedHostnames: cfg.AllowedHostnames}.WithDefaults(),
+			Trust:   dependency.Trust{SharedNamespaces: cfg.SharedAPINamespaces},
 		}, Clients{Dynamic: dyn, Core: core, Metadata: md}, temporal, log.With("component", "watcher"), metrics)
 		current.Store(w)
 		return w

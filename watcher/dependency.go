@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"fmt"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -56,24 +57,34 @@ func (w *Watcher) enqueueDependants(recheck bool, objs ...*unstructured.Unstruct
 }
 
 // dependencyOf reads the providers of a DependentAPI from the caches: every
-// ExposedAPI in a watched namespace serving its specification URL, sorted
-// so the signal (and its hash) does not depend on cache order.
+// ExposedAPI serving its specification URL in a watched namespace the
+// DependentAPI may trust (cfg.Trust), as odaflow computes it
+// (workflows.ProviderOf: its URL and readiness from its spec, the ingress,
+// its implementation's endpoints and the path rule, never from its
+// status), sorted so the signal (and its hash) does not depend on cache
+// order. ExposedAPIs the DependentAPI may not trust never reach its
+// workflow, so another tenant's changes cost it no signal.
 func (w *Watcher) dependencyOf(obj *unstructured.Unstructured) (*workflows.Dependency, error) {
 	spec, _ := obj.Object["spec"].(map[string]any)
+	req, _ := dependency.RequestOf(obj.GetNamespace(), obj.GetLabels()[oda.LabelComponentName], spec)
 	d := &workflows.Dependency{}
 	for _, url := range dependency.SpecURLs(spec) {
 		objs, err := w.exposedIndex.ByIndex(bySpecURL, url)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("look up the ExposedAPIs of %s: %w", url, err)
 		}
 		for _, o := range objs {
 			u, ok := o.(*unstructured.Unstructured)
-			if !ok || !w.cfg.Namespaces.Matches(u.GetNamespace()) || u.GetDeletionTimestamp() != nil {
+			if !ok || !w.cfg.Namespaces.Matches(u.GetNamespace()) || u.GetDeletionTimestamp() != nil || !w.cfg.Trust.Reaches(req, u.GetNamespace()) {
 				continue
 			}
+			exp, err := w.exposureOf(u)
+			if err != nil {
+				return nil, err
+			}
 			uspec, _ := u.Object["spec"].(map[string]any)
-			ustatus, _ := u.Object["status"].(map[string]any)
-			d.Providers = append(d.Providers, dependency.ProviderOf(u.GetNamespace(), u.GetName(), u.GetLabels()[oda.LabelComponentName], uspec, ustatus))
+			statusReady, _, _ := unstructured.NestedBool(u.Object, "status", "implementation", "ready")
+			d.Providers = append(d.Providers, workflows.ProviderOf(u.GetNamespace(), u.GetName(), u.GetLabels()[oda.LabelComponentName], uspec, *exp, w.cfg.Gateway, statusReady))
 		}
 	}
 	sort.Slice(d.Providers, func(i, j int) bool { return d.Providers[i].Key() < d.Providers[j].Key() })

@@ -169,6 +169,8 @@ func (w *Watcher) exposureOf(obj *unstructured.Unstructured) (*workflows.Exposur
 		return nil, fmt.Errorf("list ingress services: %w", err)
 	}
 	e.Ingress = IngressOf(services)
+	hostname, _, _ := unstructured.NestedString(obj.Object, "spec", "hostname")
+	e.HostnameRefused = !gateway.HostnameAllowed(w.cfg.Gateway, e.Ingress, hostname)
 	impl, _, _ := unstructured.NestedString(obj.Object, "spec", "implementation")
 	if impl != "" {
 		sel := labels.SelectorFromSet(labels.Set{discoveryv1.LabelServiceName: impl})

@@ -37,6 +37,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/odaflow/odaflow/dependency"
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/internal/config"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
@@ -70,6 +72,14 @@ type Config struct {
 	// (where any tenant could publish a Service with the selector's labels).
 	IngressSelector  labels.Selector
 	IngressNamespace string
+	// Gateway holds the settings that make an ExposedAPI's URL (the
+	// gateway, for its scheme, the public host name and the allowed host
+	// names): the worker's, so that a provider's URL computed here is the
+	// one its lifecycle publishes.
+	Gateway gateway.Config
+	// Trust says which namespaces' ExposedAPIs a DependentAPI may resolve
+	// to.
+	Trust dependency.Trust
 	// SearchAttributes starts workflows with OdaComponent, K8sNamespace and
 	// OdaKind and asks them to keep DeploymentStatus current; on only when
 	// the attributes are registered on the Temporal namespace.

@@ -29,6 +29,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/odaflow/odaflow/dependency"
+	"github.com/odaflow/odaflow/gateway"
 	"github.com/odaflow/odaflow/oda"
 	"github.com/odaflow/odaflow/workflows"
 )
@@ -170,6 +172,9 @@ type harnessOptions struct {
 	clock clock.WithTicker
 	// statusKey is Config.StatusKey.
 	statusKey []byte
+	// gateway and trust are Config.Gateway and Config.Trust.
+	gateway gateway.Config
+	trust   dependency.Trust
 }
 
 // watchedResources are the watches a started Watcher opens: the five ODA
@@ -239,7 +244,7 @@ func startHarness(t testing.TB, o harnessOptions) *harness {
 	}
 	metrics := NewMetrics(prometheus.NewRegistry())
 	w := New(Config{Namespaces: filter, TaskQueue: "odaflow-test", Lifecycles: o.lifecycles, Workers: o.workers, SearchAttributes: o.searchAttributes,
-		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock, StatusKey: o.statusKey},
+		ChildStatusWindow: o.childStatusWindow, WorkflowTaskTimeout: o.workflowTaskTimeout, Clock: o.clock, StatusKey: o.statusKey, Gateway: o.gateway, Trust: o.trust},
 		Clients{Dynamic: dyn, Core: core}, sig, testLogger(), metrics)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -138,7 +138,11 @@ func (d *dependentAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 		}, map[string]any{"depapiStatus": map[string]any{}, "implementation": map[string]any{"ready": false}})
 		return
 	}
-	provider, found := dependency.Match(req, d.st.Providers)
+	match := dependency.Match
+	if workflow.GetVersion(ctx, changeSameNamespaceFirst, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		match = dependency.MatchV0
+	}
+	provider, found := match(req, d.st.Providers)
 	reg.URL, reg.SpecURL, reg.Active = provider.URL, req.SpecURL, found
 
 	// The Service Inventory first, so that the one status write says how
@@ -180,6 +184,11 @@ func (d *dependentAPI) reconcile(ctx workflow.Context, r *resourceLoop) {
 		d.st.Resolved = ""
 	}
 }
+
+// changeSameNamespaceFirst marks the runs that rank a provider in the
+// DependentAPI's own namespace first (dependency.Match); runs recorded
+// before it keep dependency.MatchV0's ranking to the end of the run.
+const changeSameNamespaceFirst = "dependency-same-namespace-first"
 
 func selectorText(s dependency.Selector) string {
 	out := ""

@@ -200,8 +200,8 @@ func exposeFailure(err error) *oda.Failure {
 }
 
 // exposureProblem is why an ExposedAPI cannot be exposed as it stands (nil
-// when it can): a spec the gateway cannot serve, or a path prefix another
-// ExposedAPI claimed first.
+// when it can): a spec the gateway cannot serve, a host name the Canvas
+// does not allow, or a path prefix another ExposedAPI claimed first.
 func exposureProblem(spec map[string]any, exp Exposure) *oda.Failure {
 	path, _ := spec["path"].(string)
 	if _, err := gateway.ParseSpec(spec); err != nil {
@@ -211,6 +211,14 @@ func exposureProblem(spec map[string]any, exp Exposure) *oda.Failure {
 		// An ExposedAPI made by hand gets the same path rule as one made
 		// from a Component.
 		return &oda.Failure{Reason: "InvalidSpec", Message: "the ExposedAPI spec is invalid: spec.path: " + problem}
+	}
+	if exp.HostnameRefused {
+		// Only the watcher sets it, from the Canvas's allow-list: a
+		// history recorded before the allow-list never carries it, so it
+		// replays as it ran without a workflow version.
+		hostname, _ := spec["hostname"].(string)
+		return &oda.Failure{Reason: "HostnameNotAllowed", Message: fmt.Sprintf(
+			"spec.hostname %q is not a host name this Canvas allows in API URLs; leave it out to use the Canvas's address, or ask the Canvas operator to allow it (--allowed-hostnames)", hostname)}
 	}
 	if exp.ConflictsWith != "" {
 		return &oda.Failure{Reason: "PathConflict", Message: fmt.Sprintf("path prefix %s is already exposed by ExposedAPI %s", path, exp.ConflictsWith)}

@@ -199,6 +199,34 @@ func TestExposedAPIInvalidSpecAndConflictAreReportedNotApplied(t *testing.T) {
 	}
 }
 
+// A host name the Canvas does not allow is refused like an invalid spec:
+// Failed with its reason in the Ready condition and a Warning Event, no
+// apiStatus (no URL with that host), the gateway objects removed.
+func TestExposedAPIRefusedHostnameIsReportedNotApplied(t *testing.T) {
+	env, f := newExposedEnv(t)
+	evil := apiSpec("/a")
+	evil["hostname"] = "evil.attacker.example"
+	at(env, time.Second, SignalResourceEvent, apiEvent("h1", evil, &Exposure{Ingress: ingress, ImplementationReady: true, HostnameRefused: true}))
+	at(env, time.Hour, SignalResourceEvent, ResourceEvent{UID: "api-uid", Deleted: true})
+	env.ExecuteWorkflow(ExposedAPIWorkflow, ExposedAPIInput{Namespace: testNS, Name: "api"})
+	if len(f.exposes) != 1 || !f.exposes[0].Remove {
+		t.Fatalf("expose calls = %+v, want one removal", f.exposes)
+	}
+	if got := f.reasons(); len(got) != 1 || got[0] != "HostnameNotAllowed" {
+		t.Fatalf("Ready reasons = %v, want HostnameNotAllowed", got)
+	}
+	st := f.statuses[0]
+	if _, ok := st.Status["apiStatus"]; ok {
+		t.Errorf("a refused API reports an apiStatus: %v", st.Status)
+	}
+	if impl, _ := st.Status["implementation"].(map[string]any); impl["ready"] != false {
+		t.Errorf("a refused API reports ready: %v", st.Status)
+	}
+	if st.Event == nil || st.Event.Type != "Warning" || st.Event.Reason != "HostnameNotAllowed" || !strings.Contains(st.Event.Message, "evil.attacker.example") {
+		t.Errorf("event = %+v, want a Warning HostnameNotAllowed naming the host", st.Event)
+	}
+}
+
 func TestExposedAPIFailureIsReportedAndRetried(t *testing.T) {
 	env, f := newExposedEnv(t)
 	f.failNext = 1
@@ -308,6 +336,8 @@ func TestExposureProblem(t *testing.T) {
 		{"the gateway's root", apiSpec("/"), Exposure{}, "InvalidSpec"},
 		{"path taken", apiSpec("/a"), Exposure{ConflictsWith: "other/first"}, "PathConflict"},
 		{"invalid and taken: the spec first", badPort, Exposure{ConflictsWith: "other/first"}, "InvalidSpec"},
+		{"host name refused", apiSpec("/a"), Exposure{HostnameRefused: true}, "HostnameNotAllowed"},
+		{"host name refused and taken: the host name first", apiSpec("/a"), Exposure{HostnameRefused: true, ConflictsWith: "other/first"}, "HostnameNotAllowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := exposureProblem(tc.spec, tc.exp)

@@ -66,9 +66,11 @@ type ResourceEvent struct {
 }
 
 // Dependency is the cluster state a DependentAPI depends on: the
-// ExposedAPIs in watched namespaces that serve its specification URL
-// (found through the watcher's index on specification URL), ready or not.
-// The workflow chooses among them with dependency.Match.
+// ExposedAPIs that serve its specification URL (found through the
+// watcher's index on specification URL) in the namespaces it may trust
+// (dependency.Trust), ready or not, each as odaflow computes it
+// (ProviderOf), never as its status says. The workflow chooses among them
+// with dependency.Match.
 type Dependency struct {
 	Providers []dependency.Provider `json:"providers,omitempty"`
 }
@@ -86,6 +88,10 @@ type Exposure struct {
 	// this one lost. One in another namespace is not named ("in another
 	// namespace"): the refusal goes to this namespace's status and Events.
 	ConflictsWith string `json:"conflictsWith,omitempty"`
+	// HostnameRefused is true when spec.hostname is not one the Canvas
+	// allows in URLs (gateway.HostnameAllowed). Histories from before the
+	// allow-list lack it and read false, as they were decided.
+	HostnameRefused bool `json:"hostnameRefused,omitempty"`
 }
 
 // ChildStatus is a child's status as its Component needs it.

@@ -267,10 +267,10 @@ func runDev(args []string) error {
 	common := config.Common{
 		Kubeconfig: kubeconfigPath, TemporalAddress: temporal.Address, TemporalNamespace: temporal.Namespace,
 		TaskQueue: "odaflow", LogLevel: *logLevel, IngressSelector: "istio=ingressgateway", IngressNamespace: config.DefaultIngressNamespace,
-		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none",
+		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none", Gateway: "istio",
 		StatusKeyFile: statusKeyFile,
 	}
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
+	wcfg := config.Worker{Common: common, IstioGateway: "components/component-gateway",
 		Keycloak: identity.Config, Vault: vault.Config}
 	wcfg.HTTPAddress = ports.Worker
 	workerOptions := []fx.Option{runtime.WithLogHandler(workerHandler)}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +47,11 @@ type Common struct {
 	// LoadBalancer Service with the selector's labels become the ingress.
 	IngressSelector  string
 	IngressNamespace string
+	// Gateway and PublicHostname make the ExposedAPI URLs: the worker
+	// publishes them and the watcher computes the same URL for each
+	// provider of a DependentAPI, so both processes take them.
+	Gateway        string
+	PublicHostname string
 	// KubeQPS and KubeBurst bound this process's apiserver requests. The
 	// apiserver's own priority and fairness protects it; this is a guard.
 	KubeQPS   float64
@@ -85,9 +91,7 @@ type Common struct {
 // Worker configures `odaflow worker`.
 type Worker struct {
 	Common
-	Gateway        string
-	IstioGateway   string
-	PublicHostname string
+	IstioGateway string
 	// MetricsMode is how metrics APIs are made scrapable, the Canvas's
 	// OPENMETRICS_IMPLEMENTATION (MetricsModes).
 	MetricsMode string
@@ -153,6 +157,14 @@ type Watcher struct {
 	// WorkflowTaskTimeout is the workflow-task timeout the watcher starts
 	// every workflow with (watcher.Config.WorkflowTaskTimeout).
 	WorkflowTaskTimeout time.Duration
+	// SharedAPINamespaces are globs of the namespaces whose ExposedAPIs
+	// may provide for DependentAPIs in every namespace
+	// (dependency.Trust); empty shares none.
+	SharedAPINamespaces []string
+	// AllowedHostnames are the host names, besides the Canvas's own
+	// address, an ExposedAPI's spec.hostname may name
+	// (gateway.HostnameAllowed).
+	AllowedHostnames []string
 }
 
 // DefaultIngressNamespace is where the Canvas charts install the Istio
@@ -177,6 +189,8 @@ func (c *Common) Bind(fs *flag.FlagSet) {
 	f.Int(&c.KubeBurst, "kube-burst", 1000, "apiserver request burst")
 	f.String(&c.IngressSelector, "ingress-selector", "istio=ingressgateway", "label selector of the gateway's ingress Service")
 	f.String(&c.IngressNamespace, "ingress-namespace", DefaultIngressNamespace, "namespace of the gateway's ingress Service (required: a Service in any other namespace is never the ingress)")
+	f.String(&c.Gateway, "gateway", "istio", "API gateway: istio, kong, kong-admin or apisix")
+	f.String(&c.PublicHostname, "public-hostname", "", "public host name of the gateway; overrides the load-balancer address")
 	f.Bool(&c.SearchAttributes, "search-attributes", true,
 		"register and set the OdaComponent, K8sNamespace, OdaKind and DeploymentStatus search attributes")
 	f.String(&c.OTLPEndpoint, "otlp-endpoint", "",
@@ -277,6 +291,9 @@ func (c Common) Validate() error {
 		errs = append(errs, errors.New("TLS to Temporal is disabled (TEMPORAL_TLS or the profile) but --temporal-tls-* settings are given"))
 	}
 	errs = append(errs, c.ValidatePayloadKeys()...)
+	if !slices.Contains(Gateways, c.Gateway) {
+		errs = append(errs, fmt.Errorf("--gateway %q must be one of %s", c.Gateway, strings.Join(Gateways, ", ")))
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		errs = append(errs, errors.New("--temporal-tls-cert and --temporal-tls-key go together"))
 	}
@@ -310,11 +327,9 @@ var MetricsModes = []string{"ServiceMonitor", "PrometheusAnnotation", "DataDogAn
 func (w *Worker) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
 	f := Flags{FS: fs, Errs: &w.envErrs}
-	f.String(&w.Gateway, "gateway", "istio", "API gateway: istio, kong, kong-admin or apisix")
 	f.String(&w.IstioGateway, "istio-gateway", DefaultIstioGateway, "Istio Gateway the VirtualServices bind to, namespace/name")
 	f.String(&w.MetricsMode, "metrics-mode", "ServiceMonitor",
 		"how metrics APIs are scraped (the Canvas's openMetricsImplementation): ServiceMonitor, PrometheusAnnotation, DataDogAnnotation or none")
-	f.String(&w.PublicHostname, "public-hostname", "", "public host name of the gateway; overrides the load-balancer address")
 	f.String(&w.KongAdminURL, "kong-admin-url", "",
 		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001")
 	f.String(&w.KongAdminTokenFile, "kong-admin-token-file", "",
@@ -348,13 +363,6 @@ func (w *Worker) Bind(fs *flag.FlagSet) {
 // Validate checks the worker's configuration.
 func (w Worker) Validate() error {
 	errs := []error{w.Common.Validate()}
-	ok := false
-	for _, g := range Gateways {
-		ok = ok || g == w.Gateway
-	}
-	if !ok {
-		errs = append(errs, fmt.Errorf("--gateway %q must be one of %s", w.Gateway, strings.Join(Gateways, ", ")))
-	}
 	if !slices.Contains(MetricsModes, w.MetricsMode) {
 		errs = append(errs, fmt.Errorf("--metrics-mode %q must be one of %s", w.MetricsMode, strings.Join(MetricsModes, ", ")))
 	}
@@ -408,6 +416,10 @@ func (w *Watcher) Bind(fs *flag.FlagSet) {
 	f.Duration(&w.SecretsCheckInterval, "secrets-check-interval", 10*time.Minute, "how often Vault is checked against each ready SecretsManagement and drift repaired")
 	f.Duration(&w.ChildStatusWindow, "child-status-window", 250*time.Millisecond,
 		"how long a child's status change waits for its siblings' before their Component is told of them together, in one workflow task; 0 tells each at once")
+	f.List(&w.SharedAPINamespaces, "shared-api-namespaces", nil,
+		"namespaces whose ExposedAPIs may provide for DependentAPIs in every namespace, comma-separated, globs allowed; empty: a DependentAPI resolves in its own namespace or the one its selector.namespace names")
+	f.List(&w.AllowedHostnames, "allowed-hostnames", nil,
+		"host names an ExposedAPI's spec.hostname may put into its URL besides the ingress's address and --public-hostname, comma-separated, globs allowed (*.apps.example.com); any other is refused")
 	f.Duration(&w.WorkflowTaskTimeout, "workflow-task-timeout", DefaultWorkflowTaskTimeout,
 		"the workflow-task timeout each workflow starts with: how long a worker has for one task, its local activities (apiserver calls) included, before Temporal gives the task to another")
 }
@@ -439,6 +451,16 @@ func (w Watcher) Validate() error {
 	}
 	if w.ChildStatusWindow < 0 || w.ChildStatusWindow > 10*time.Second {
 		errs = append(errs, fmt.Errorf("--child-status-window %s must be between 0 and 10s: it delays every Component's status by up to that long", w.ChildStatusWindow))
+	}
+	for _, g := range []struct {
+		flag     string
+		patterns []string
+	}{{"--shared-api-namespaces", w.SharedAPINamespaces}, {"--allowed-hostnames", w.AllowedHostnames}} {
+		for _, p := range g.patterns {
+			if _, err := path.Match(p, ""); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %q is not a valid glob: %w", g.flag, p, err))
+			}
+		}
 	}
 	if w.WorkflowTaskTimeout < time.Second || w.WorkflowTaskTimeout > 2*time.Minute {
 		errs = append(errs, fmt.Errorf("--workflow-task-timeout %s must be between 1s and 2m (Temporal's limit)", w.WorkflowTaskTimeout))

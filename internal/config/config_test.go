@@ -112,6 +112,31 @@ func TestWatcherWorkflowTaskTimeout(t *testing.T) {
 	}
 }
 
+// The watcher makes the same URLs as the worker, so it takes the gateway
+// flags too; its trust settings are lists of globs, checked at start.
+func TestWatcherURLAndTrustSettings(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("ODAFLOW_IDENTITY", "watcher-0")
+	w := parseWatcher(t, "--gateway", "apisix", "--public-hostname", "apis.example.com",
+		"--shared-api-namespaces", "canvas-shared,platform-*", "--allowed-hostnames", "*.apps.example.com")
+	if err := w.Validate(); err != nil {
+		t.Fatalf("valid settings refused: %v", err)
+	}
+	if w.Gateway != "apisix" || w.PublicHostname != "apis.example.com" ||
+		strings.Join(w.SharedAPINamespaces, ",") != "canvas-shared,platform-*" || strings.Join(w.AllowedHostnames, ",") != "*.apps.example.com" {
+		t.Errorf("parsed %+v", w)
+	}
+	if d := parseWatcher(t); len(d.SharedAPINamespaces) != 0 || len(d.AllowedHostnames) != 0 || d.Gateway != "istio" {
+		t.Errorf("defaults share namespaces %v, allow host names %v, gateway %q; want none, none, istio", d.SharedAPINamespaces, d.AllowedHostnames, d.Gateway)
+	}
+	err := parseWatcher(t, "--gateway", "nginx", "--shared-api-namespaces", "team-[", "--allowed-hostnames", "[x").Validate()
+	for _, want := range []string{"--gateway", "--shared-api-namespaces", "--allowed-hostnames"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one naming %s", err, want)
+		}
+	}
+}
+
 func TestSearchAttributesAndTracingSwitches(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")

@@ -217,6 +217,18 @@ func TestTemplateFull(t *testing.T) {
 	if !slices.Contains(argsOf(watcherC), "--identity-check-interval=5m") {
 		t.Errorf("watcher args %v", argsOf(watcherC))
 	}
+	// The watcher computes provider URLs as the worker publishes them.
+	venv := envOf(watcherC)
+	for k, v := range map[string]string{
+		"ODAFLOW_GATEWAY":               env["ODAFLOW_GATEWAY"],
+		"ODAFLOW_PUBLIC_HOSTNAME":       env["ODAFLOW_PUBLIC_HOSTNAME"],
+		"ODAFLOW_ALLOWED_HOSTNAMES":     "catalog.example.com,*.apps.example.com",
+		"ODAFLOW_SHARED_API_NAMESPACES": "canvas-shared,platform-*",
+	} {
+		if venv[k] != v {
+			t.Errorf("watcher env %s = %q, want %q", k, venv[k], v)
+		}
+	}
 	webhookC := container(t, find(t, objs, "Deployment", "odaflow-webhook"))
 	wenv := envOf(webhookC)
 	if wenv["ODAFLOW_SIDECAR_INJECTION"] != "true" || wenv["ODAFLOW_VAULT_ADDRESS"] != "https://vault.canvas-vault:8200" || wenv["ODAFLOW_SIDECAR_NAMESPACE"] != "components" {

@@ -42,7 +42,7 @@ func TestProcessesWaitForAnUnreachableTemporal(t *testing.T) {
 	common.TemporalAddress = dead
 	common.TaskQueue = "odaflow-it-dead"
 
-	wcfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway"}
+	wcfg := config.Worker{Common: common, IstioGateway: "components/component-gateway"}
 	wcfg.HTTPAddress = freeAddress(t)
 	w := worker.New(wcfg)
 	vcfg := config.Watcher{Common: common}

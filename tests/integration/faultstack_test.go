@@ -69,7 +69,7 @@ func (fs *faultStack) startWorker(t *testing.T, temporalAddress string, ic inter
 	t.Helper()
 	common := fs.common
 	common.TemporalAddress = temporalAddress
-	cfg := config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway",
+	cfg := config.Worker{Common: common, IstioGateway: "components/component-gateway",
 		ServiceInventoryURL: stack.inventoryURL,
 		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},

@@ -171,7 +171,8 @@ func readyNamespace(t *testing.T, ns string) {
 // worker's identity and inventory setup (a Component has an IdentityConfig
 // wherever it runs); common names its own task queue and namespaces.
 func stackWorker(common config.Common, gw string) config.Worker {
-	return config.Worker{Common: common, Gateway: gw, IstioGateway: "components/component-gateway",
+	common.Gateway = gw
+	return config.Worker{Common: common, IstioGateway: "components/component-gateway",
 		ServiceInventoryURL: stack.inventoryURL,
 		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},

@@ -148,7 +148,7 @@ func run(m *testing.M) int {
 		Kubeconfig: stack.kube.KubeconfigPath, TemporalAddress: stack.temporal.FrontendHostPort(),
 		TemporalNamespace: "default", TaskQueue: "odaflow-it",
 		HTTPAddress: "127.0.0.1:0", LogLevel: logLevel(), IngressSelector: "istio=ingressgateway",
-		SearchAttributes: true,
+		SearchAttributes: true, Gateway: "istio",
 	}
 	// Outside logDir: the key must show up in no artifact.
 	keyDir, err := os.MkdirTemp("", "odaflow-it-status-key-")
@@ -230,7 +230,7 @@ func startDoubles(ctx context.Context) error {
 }
 
 func startWorker(ctx context.Context) (*fx.App, error) {
-	cfg := config.Worker{Common: stack.common, Gateway: "istio", IstioGateway: "components/component-gateway",
+	cfg := config.Worker{Common: stack.common, IstioGateway: "components/component-gateway",
 		ServiceInventoryURL: stack.inventoryURL,
 		Keycloak: config.Keycloak{URL: stack.keycloak.URL(), Realm: keycloakRealm, AdminRealm: "master",
 			AdminSecret: systemNamespace + "/" + keycloakAdminSecret, Timeout: 10 * time.Second},
@@ -251,7 +251,10 @@ func startWatcher(ctx context.Context) (*fx.App, error) {
 	common := stack.common
 	common.Namespaces = []string{"it-[^gkprtx]*", "components"}
 	common.HTTPAddress, stack.watcherHTTP = listenAddress()
-	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout})
+	// Namespaces it-shared-* are shared with every namespace, as a Canvas
+	// operator shares a platform team's (the adversarial dependency tests).
+	app := watcher.NewApp(config.Watcher{Common: common, IdentityCheckInterval: 10 * time.Minute, WorkflowTaskTimeout: config.DefaultWorkflowTaskTimeout,
+		SharedAPINamespaces: []string{sharedAPINamespaces}})
 	return app, app.Start(ctx)
 }
 

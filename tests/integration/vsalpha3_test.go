@@ -64,7 +64,7 @@ func TestVirtualServiceOnAClusterServingOnlyV1alpha3(t *testing.T) {
 	common.TaskQueue = "odaflow-it-vsalpha3"
 	common.Namespaces = []string{"vsa-*"}
 	common.HTTPAddress = freeAddress(t)
-	wk := worker.New(config.Worker{Common: common, Gateway: "istio", IstioGateway: "components/component-gateway"})
+	wk := worker.New(config.Worker{Common: common, IstioGateway: "components/component-gateway"})
 	if err := wk.Start(ctx); err != nil {
 		t.Fatalf("start the worker: %v", err)
 	}
