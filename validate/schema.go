@@ -131,6 +131,9 @@ func blocksCEL(errs field.ErrorList) bool {
 		switch fe.Type {
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
 			return true
+		case field.ErrorTypeNotFound, field.ErrorTypeDuplicate, field.ErrorTypeInvalid, field.ErrorTypeForbidden,
+			field.ErrorTypeTooFew, field.ErrorTypeInternal, field.ErrorTypeTooShort:
+			// A wrong value of the right type: the rules still run on it.
 		}
 	}
 	return false
