@@ -12,7 +12,7 @@ func TestHelpExitsZero(t *testing.T) {
 	commands := map[string]func([]string) error{
 		"worker": runWorker, "watcher": runWatcher, "dev": runDev, "status": runStatus,
 		"explain": runExplain, "healthcheck": runHealthcheck, "webhook": runWebhook,
-		"codec-server": runCodecServer, "validate": runValidate,
+		"codec-server": runCodecServer, "validate": runValidate, "uninstall-check": runUninstallCheck,
 	}
 	for name, run := range commands {
 		for args, want := range map[string]int{"-h": 0, "--help": 0, "--no-such-flag": 2} {

@@ -34,6 +34,7 @@ Usage:
   odaflow status  [-A|-n ns] [-o wide|json] [kind [name]]  the ODA resources as kubectl get lists them: Ready, status, reason, age, Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
   odaflow validate -f FILE...           check Component manifests offline: children and problems
+  odaflow uninstall-check [--namespaces NS]  exit non-zero while ODA resources need odaflow (the chart's pre-delete hook)
   odaflow healthcheck [--url URL]       exit 0 when the endpoint answers 200 (container health checks)
   odaflow version
 
@@ -66,6 +67,8 @@ func main() {
 		err = runCodecServer(args)
 	case "validate":
 		err = runValidate(args)
+	case "uninstall-check":
+		err = runUninstallCheck(args)
 	case "version":
 		fmt.Println(odaflow.Version())
 	case "-h", "--help", "help":
