@@ -35,10 +35,10 @@ const SkipValue = "uninstallGuard.enabled=false"
 // kind remain in which namespaces, and the way out.
 //
 // An object blocks unless it is already being deleted without odaflow's
-// finalizer: that one goes away by itself. Any other object does not: one
-// being deleted with the finalizer waits for odaflow's cleanup forever once
-// odaflow is gone, and a live one gets stuck the day it is deleted (its
-// children carry the finalizer) or is left unmanaged.
+// finalizer: that one goes away without odaflow. Any other needs odaflow:
+// one being deleted with the finalizer waits for odaflow's cleanup forever
+// once odaflow is gone, and a live one would hang the day it is deleted
+// (odaflow's finalizer is on it or its children) or be left unmanaged.
 func Decide(objs []Object) error {
 	counts := map[string]int{}
 	namespaces := map[string]map[string]bool{}
