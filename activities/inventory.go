@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -179,7 +180,7 @@ func (s *ServiceInventory) do(ctx context.Context, method, path string, body, ou
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("service inventory unreachable: %s %s: %w", method, path, err)
+		return unreachable(s.URL, method, path, err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
@@ -198,4 +199,22 @@ func (s *ServiceInventory) do(ctx context.Context, method, path string, body, ou
 		return fmt.Errorf("%s", msg)
 	}
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeInventoryRejected, nil)
+}
+
+// unreachable is a request that got no answer, worded for the
+// DependentAPI's status and Event: it names the inventory's host, so the
+// reader knows which address to check, and drops the URL net/http puts in
+// its error, which may carry a user name or password. The cause stays
+// wrapped for errors.Is.
+func unreachable(base, method, path string, err error) error {
+	host := "(unparsable address)"
+	if u, perr := url.Parse(base); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	cause := err
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		cause = uerr.Err
+	}
+	return fmt.Errorf("service inventory at %s unreachable: %s %s: %w", host, method, strings.SplitN(path, "?", 2)[0], cause)
 }

@@ -194,6 +194,7 @@ func TestTemplateCanvasUmbrellaValues(t *testing.T) {
 	monitored := at("component-operator", "deployment", "monitoredNamespaces")
 	gateway := at("api-operator-istio", "configmap", "componentGateway")
 	metrics := at("api-operator-istio", "deployment", "openMetricsImplementation")
+	info := at("canvas-info-service", "serverUrl")
 	values := map[string]any{
 		"global":              at("global"),
 		"monitoredNamespaces": monitored,
@@ -202,6 +203,8 @@ func TestTemplateCanvasUmbrellaValues(t *testing.T) {
 			"istio":                     map[string]any{"gateway": gateway},
 			"openMetricsImplementation": metrics,
 		},
+		// The umbrella's block as it is, keys odaflow ignores included.
+		"canvas-info-service": at("canvas-info-service"),
 	}
 	out, err := yaml.Marshal(values)
 	if err != nil {
@@ -213,6 +216,8 @@ func TestTemplateCanvasUmbrellaValues(t *testing.T) {
 		{"component-operator.deployment.monitoredNamespaces", "ODAFLOW_NAMESPACES", monitored.(string)},
 		{"api-operator-istio.configmap.componentGateway", "ODAFLOW_ISTIO_GATEWAY", gateway.(string)},
 		{"api-operator-istio.deployment.openMetricsImplementation", "ODAFLOW_METRICS_MODE", metrics.(string)},
+		// Enabled in the Canvas: records go where its components look.
+		{"canvas-info-service.serverUrl", "ODAFLOW_SERVICE_INVENTORY_URL", info.(string)},
 	} {
 		if env[c.env] != c.want {
 			t.Errorf("%s = %q in the Canvas; odaflow's %s = %q", c.canvasKey, c.want, c.env, env[c.env])
@@ -230,5 +235,34 @@ func TestTemplateCanvasUmbrellaValues(t *testing.T) {
 		if c := container(t, d); c["image"] != "ghcr.io/odaflow/odaflow:v0.1.0" || c["imagePullPolicy"] != "IfNotPresent" {
 			t.Errorf("%s: image %v pull %v with the Canvas's empty registry and prerelease suffix", d.id(), c["image"], c["imagePullPolicy"])
 		}
+	}
+}
+
+// The Service Inventory address: an explicit serviceInventory.url wins;
+// otherwise the Canvas's Info service when its values enable it; otherwise
+// none, and nothing is recorded.
+func TestTemplateServiceInventoryURL(t *testing.T) {
+	for _, c := range []struct {
+		name, values, want string
+	}{
+		{"default: off", "", ""},
+		{"the Canvas's Info service enabled", "canvas-info-service:\n  enabled: true\n", "http://info.canvas.svc.cluster.local"},
+		{"its serverUrl, trailing slash dropped", "canvas-info-service:\n  enabled: true\n  serverUrl: http://info.other.svc:8638/\n", "http://info.other.svc:8638"},
+		{"disabled: its serverUrl is not used", "canvas-info-service:\n  enabled: false\n  serverUrl: http://info.other.svc\n", ""},
+		{"enabled with no serverUrl", "canvas-info-service:\n  enabled: true\n  serverUrl: \"\"\n", ""},
+		{"explicit url wins", "serviceInventory:\n  url: http://inv.example/tmf-api/serviceInventoryManagement/v4\ncanvas-info-service:\n  enabled: true\n", "http://inv.example/tmf-api/serviceInventoryManagement/v4"},
+		{"explicit url alone", "serviceInventory:\n  url: http://inv.example\n", "http://inv.example"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := ""
+			if c.values != "" {
+				file = writeValues(t, c.values)
+			}
+			env := envOf(container(t, find(t, render(t, "odaflow", "canvas", file), "Deployment", "odaflow-worker")))
+			got, set := env["ODAFLOW_SERVICE_INVENTORY_URL"]
+			if got != c.want || set != (c.want != "") {
+				t.Errorf("ODAFLOW_SERVICE_INVENTORY_URL = %q (set %v), want %q", got, set, c.want)
+			}
+		})
 	}
 }

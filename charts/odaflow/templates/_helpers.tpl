@@ -156,6 +156,23 @@ otherwise the watchNamespaces list.
 {{- join "," $list }}
 {{- end }}
 
+{{/*
+The Service Inventory's API base (--service-inventory-url), empty for none.
+serviceInventory.url wins; otherwise, when the Canvas's values enable its
+Info service (canvas-info-service.enabled, the umbrella's condition), its
+serverUrl: the Canvas's dependency operator sends its TMF638 requests to
+<serverUrl>/service (CANVAS_INFO_ENDPOINT), so odaflow's records land where
+the Canvas's components look them up.
+*/}}
+{{- define "odaflow.serviceInventoryURL" -}}
+{{- $info := index .Values "canvas-info-service" | default dict }}
+{{- if .Values.serviceInventory.url }}
+{{- .Values.serviceInventory.url }}
+{{- else if and $info.enabled $info.serverUrl }}
+{{- trimSuffix "/" $info.serverUrl }}
+{{- end }}
+{{- end }}
+
 {{/* The watched namespaces as a list (odaflow.namespaces split). */}}
 {{- define "odaflow.namespaceList" -}}
 {{- compact (splitList "," (include "odaflow.namespaces" .)) | toJson }}

@@ -34,6 +34,8 @@ type Double struct {
 	nextID   int
 	log      []Request
 	down     bool
+	// unreachable drops every connection unanswered.
+	unreachable bool
 }
 
 // New returns an empty inventory served under basePath.
@@ -46,6 +48,15 @@ func (d *Double) SetDown(down bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.down = down
+}
+
+// SetUnreachable makes every request go unanswered, its connection
+// dropped (true), as from an inventory that is not there, or be served
+// again (false). The request is logged with Status 0.
+func (d *Double) SetUnreachable(unreachable bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unreachable = unreachable
 }
 
 // Requests returns the requests served so far.
@@ -92,6 +103,11 @@ func (d *Double) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.unreachable {
+		d.log = append(d.log, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body})
+		// net/http closes the connection without a response.
+		panic(http.ErrAbortHandler)
+	}
 	if d.down {
 		d.respond(w, r, body, http.StatusServiceUnavailable, tmfError("503", "Service Unavailable", "the inventory is down"))
 		return
