@@ -270,7 +270,7 @@ func runDev(args []string) error {
 		SearchAttributes: true, KubeQPS: 500, KubeBurst: 1000, TemporalCompression: "none", Gateway: "istio",
 		StatusKeyFile: statusKeyFile,
 	}
-	wcfg := config.Worker{Common: common, IstioGateway: "components/component-gateway",
+	wcfg := config.Worker{Common: common, IstioGateway: "components/component-gateway", MetricsMode: config.DefaultMetricsMode,
 		Keycloak: identity.Config, Vault: vault.Config}
 	wcfg.HTTPAddress = ports.Worker
 	workerOptions := []fx.Option{runtime.WithLogHandler(workerHandler)}

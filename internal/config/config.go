@@ -323,12 +323,16 @@ var Gateways = []string{"istio", "kong", "kong-admin", "apisix"}
 // OPENMETRICS_IMPLEMENTATION modes and none.
 var MetricsModes = []string{"ServiceMonitor", "PrometheusAnnotation", "DataDogAnnotation", "none"}
 
+// DefaultMetricsMode is the Canvas component operator's own default
+// (the chart sets the umbrella's PrometheusAnnotation instead).
+const DefaultMetricsMode = "ServiceMonitor"
+
 // Bind registers the worker's flags.
 func (w *Worker) Bind(fs *flag.FlagSet) {
 	w.Common.Bind(fs)
 	f := Flags{FS: fs, Errs: &w.envErrs}
 	f.String(&w.IstioGateway, "istio-gateway", DefaultIstioGateway, "Istio Gateway the VirtualServices bind to, namespace/name")
-	f.String(&w.MetricsMode, "metrics-mode", "ServiceMonitor",
+	f.String(&w.MetricsMode, "metrics-mode", DefaultMetricsMode,
 		"how metrics APIs are scraped (the Canvas's openMetricsImplementation): ServiceMonitor, PrometheusAnnotation, DataDogAnnotation or none")
 	f.String(&w.KongAdminURL, "kong-admin-url", "",
 		"Kong Admin API URL, required with --gateway=kong-admin, e.g. http://kong-admin.kong:8001")
