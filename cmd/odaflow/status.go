@@ -2,19 +2,23 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -28,7 +32,9 @@ import (
 type statusOptions struct {
 	kubeconfig, context, namespace string
 	allNamespaces                  bool
-	output                         string // "", wide or json
+	output                         string // "", wide, or a printer's: json, yaml, name, jsonpath=…, jsonpath-file=…
+	selector                       string // -l, a label selector
+	watch, noHeaders               bool
 	ui, temporalNamespace          string
 	kinds                          []oda.Kind
 	name                           string
@@ -62,14 +68,27 @@ func runStatus(args []string) error {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if o.watch {
+		// -w lasts until interrupted, as kubectl get -w does.
+		ctx, cancel = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	}
 	defer cancel()
+	return getStatus(ctx, dyn, os.Stdout, o, ns, time.Now)
+}
+
+// getStatus lists the resources of o's kinds in ns (every namespace when
+// empty) and prints them; with -w it then prints each change as it comes,
+// until ctx ends.
+func getStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o statusOptions, ns string, now func() time.Time) error {
 	var items []unstructured.Unstructured
 	var kindsOf []oda.Kind
-	for _, k := range o.kinds {
-		list, err := dyn.Resource(k.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{})
+	versions := make([]string, len(o.kinds))
+	for i, k := range o.kinds {
+		list, err := dyn.Resource(k.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.selector})
 		if err != nil {
 			return fmt.Errorf("list %s: %w", k.Resource, err)
 		}
+		versions[i] = list.GetResourceVersion()
 		for _, it := range list.Items {
 			if o.name != "" && it.GetName() != o.name {
 				continue
@@ -78,7 +97,71 @@ func runStatus(args []string) error {
 			kindsOf = append(kindsOf, k)
 		}
 	}
-	return printStatus(os.Stdout, o, items, kindsOf, time.Now())
+	if err := printStatus(out, o, items, kindsOf, now()); err != nil || !o.watch {
+		return err
+	}
+	return watchStatus(ctx, dyn, out, o, ns, versions, now)
+}
+
+// statusEvent is one change of one kind's resource, for -w.
+type statusEvent struct {
+	kind oda.Kind
+	ev   watch.Event
+}
+
+// watchStatus prints each change after the list, as kubectl get -w does:
+// table rows without a header, or each object through the -o printer.
+// It ends when ctx ends (nil) or every watch has closed.
+func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o statusOptions, ns string, versions []string, now func() time.Time) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // ends the forwarders below when this returns early
+	events := make(chan statusEvent)
+	open := 0
+	for i, k := range o.kinds {
+		w, err := dyn.Resource(k.GVR()).Namespace(ns).Watch(ctx, metav1.ListOptions{LabelSelector: o.selector, ResourceVersion: versions[i]})
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", k.Resource, err)
+		}
+		defer w.Stop()
+		open++
+		go func() {
+			for ev := range w.ResultChan() {
+				select {
+				case events <- statusEvent{kind: k, ev: ev}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case events <- statusEvent{kind: k}: // closed
+			case <-ctx.Done():
+			}
+		}()
+	}
+	row := o
+	row.noHeaders = true
+	for open > 0 {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e := <-events:
+			if e.ev.Type == "" { // that kind's watch closed
+				open--
+				continue
+			}
+			if e.ev.Type == watch.Error {
+				return fmt.Errorf("watch %s: %v", e.kind.Resource, e.ev.Object)
+			}
+			obj, ok := e.ev.Object.(*unstructured.Unstructured)
+			if !ok || (o.name != "" && obj.GetName() != o.name) {
+				continue
+			}
+			if err := printObjects(out, row, []unstructured.Unstructured{*obj}, []oda.Kind{e.kind}, now(), true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // statusLoadingRules are kubectl's: --kubeconfig when given, else
@@ -97,7 +180,8 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	fs := flag.NewFlagSet("odaflow status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: odaflow status [flags] [kind [name]]\n\nkind: "+kindChoices()+" (all kinds when omitted)")
+		fmt.Fprintln(stderr, "usage: odaflow status [flags] [kind [name]]\n\nkind: "+kindChoices()+" (all kinds when omitted)\n"+
+			"e.g. odaflow status -A -o wide components; odaflow status -l app=x -o name; odaflow status -w components")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: $KUBECONFIG, then the running make dev stack's, then ~/.kube/config, then the in-cluster service account")
@@ -106,7 +190,13 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	fs.StringVar(&o.namespace, "namespace", "", "same as -n")
 	fs.BoolVar(&o.allNamespaces, "A", false, "every namespace")
 	fs.BoolVar(&o.allNamespaces, "all-namespaces", false, "same as -A")
-	fs.StringVar(&o.output, "o", "", "output: wide or json; empty: a table")
+	fs.StringVar(&o.output, "o", "", "output: wide, json, yaml, name, jsonpath=TEMPLATE or jsonpath-file=FILE, as kubectl's; empty: a table")
+	fs.StringVar(&o.output, "output", "", "same as -o")
+	fs.StringVar(&o.selector, "l", "", "label selector to filter on, as kubectl's (e.g. -l app=x,tier!=db)")
+	fs.StringVar(&o.selector, "selector", "", "same as -l")
+	fs.BoolVar(&o.watch, "w", false, "after listing, print each change as it comes, until interrupted")
+	fs.BoolVar(&o.watch, "watch", false, "same as -w")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "no header line in the table")
 	fs.StringVar(&o.ui, "ui", "http://127.0.0.1:8233", "Temporal Web UI address, for the links (-o wide)")
 	// The worker's own setting and variable, so the links follow the same
 	// ODAFLOW_TEMPORAL_NAMESPACE as the stack.
@@ -125,10 +215,13 @@ func parseStatus(args []string, stderr io.Writer) (statusOptions, error) {
 	if o.kubeconfig == "" {
 		o.kubeconfig = devStackKubeconfig()
 	}
-	switch o.output {
-	case "", "wide", "json":
-	default:
-		return o, fmt.Errorf("-o %q: want wide or json", o.output)
+	if o.output != "" && o.output != "wide" {
+		if _, err := objectPrinter(o.output); err != nil {
+			return o, err
+		}
+	}
+	if _, err := labels.Parse(o.selector); err != nil {
+		return o, fmt.Errorf("-l %q: %w", o.selector, err)
 	}
 	if len(pos) > 2 {
 		return o, fmt.Errorf("unexpected arguments %v: want [kind [name]]", pos[2:])
@@ -240,24 +333,68 @@ func rowOf(obj *unstructured.Unstructured, k oda.Kind, o statusOptions, now time
 	return r
 }
 
-// printStatus writes the table (or with -o json a kubectl List of the
-// objects themselves). With more than one kind each NAME is kind/name, as
-// kubectl get prints several kinds.
-func printStatus(out io.Writer, o statusOptions, items []unstructured.Unstructured, kinds []oda.Kind, now time.Time) error {
-	if o.output == "json" {
-		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": []any{}}
-		var objs []any
-		for _, it := range items {
-			objs = append(objs, it.Object)
+// objectPrinter is kubectl's printer for an -o other than the table's:
+// json, yaml, name, jsonpath=TEMPLATE or jsonpath-file=FILE.
+func objectPrinter(output string) (printers.ResourcePrinter, error) {
+	format, arg, _ := strings.Cut(output, "=")
+	switch format {
+	case "json":
+		return &printers.JSONPrinter{}, nil
+	case "yaml":
+		return &printers.YAMLPrinter{}, nil
+	case "name":
+		return &printers.NamePrinter{}, nil
+	case "jsonpath", "jsonpath-file":
+		if arg == "" {
+			return nil, fmt.Errorf("-o %s: a template is required, as %s=...", format, format)
 		}
-		if objs != nil {
-			list["items"] = objs
+		if format == "jsonpath-file" {
+			b, err := os.ReadFile(arg)
+			if err != nil {
+				return nil, fmt.Errorf("-o %s: %w", format, err)
+			}
+			arg = string(b)
 		}
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "    ")
-		return enc.Encode(list)
+		p, err := printers.NewJSONPathPrinter(arg)
+		if err != nil {
+			return nil, fmt.Errorf("-o %s: %w", format, err)
+		}
+		p.AllowMissingKeys(true) // kubectl's --allow-missing-template-keys default
+		return p, nil
 	}
-	if len(items) == 0 {
+	return nil, fmt.Errorf("-o %q: want wide, json, yaml, name, jsonpath=TEMPLATE or jsonpath-file=FILE", output)
+}
+
+// printStatus writes the table, or with an -o printer what kubectl get
+// writes: a List of the objects, or the object alone when a name was asked
+// for. With more than one kind each NAME is kind/name, as kubectl get
+// prints several kinds.
+func printStatus(out io.Writer, o statusOptions, items []unstructured.Unstructured, kinds []oda.Kind, now time.Time) error {
+	return printObjects(out, o, items, kinds, now, false)
+}
+
+// printObjects is printStatus; each says whether objects are printed one
+// by one (a watch's events) rather than as a List.
+func printObjects(out io.Writer, o statusOptions, items []unstructured.Unstructured, kinds []oda.Kind, now time.Time, each bool) error {
+	if o.output != "" && o.output != "wide" {
+		p, err := objectPrinter(o.output)
+		if err != nil {
+			return err
+		}
+		if each || (o.name != "" && len(items) == 1) {
+			for i := range items {
+				if err := p.PrintObj(&items[i], out); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		list := &unstructured.UnstructuredList{Object: map[string]any{
+			"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""},
+		}, Items: items}
+		return p.PrintObj(list, out)
+	}
+	if len(items) == 0 && !each {
 		where := "in namespace " + o.namespace
 		if o.allNamespaces {
 			where = "in any namespace"
@@ -276,24 +413,30 @@ func printStatus(out io.Writer, o statusOptions, items []unstructured.Unstructur
 	if o.output == "wide" {
 		head = append(head, "APIS", "MESSAGE", "WEB UI")
 	}
-	fmt.Fprintln(w, strings.Join(head, "\t"))
+	if !o.noHeaders {
+		fmt.Fprintln(w, strings.Join(head, "\t"))
+	}
 	for i := range items {
-		r := rowOf(&items[i], kinds[i], o, now)
-		name := r.Name
-		if len(o.kinds) > 1 {
-			name = strings.ToLower(kinds[i].Name) + "/" + name
-		}
-		var cols []string
-		if o.allNamespaces {
-			cols = append(cols, r.Namespace)
-		}
-		cols = append(cols, name, r.Ready, orNone(r.Status), orNone(r.Reason), r.Age)
-		if o.output == "wide" {
-			cols = append(cols, orNone(r.APIs), orNone(r.Message), orNone(r.WebUI))
-		}
-		fmt.Fprintln(w, strings.Join(cols, "\t"))
+		fmt.Fprintln(w, strings.Join(statusCells(rowOf(&items[i], kinds[i], o, now), kinds[i], o), "\t"))
 	}
 	return w.Flush()
+}
+
+// statusCells are a row's table cells under o's columns.
+func statusCells(r statusRow, k oda.Kind, o statusOptions) []string {
+	name := r.Name
+	if len(o.kinds) > 1 {
+		name = strings.ToLower(k.Name) + "/" + name
+	}
+	var cols []string
+	if o.allNamespaces {
+		cols = append(cols, r.Namespace)
+	}
+	cols = append(cols, name, r.Ready, orNone(r.Status), orNone(r.Reason), r.Age)
+	if o.output == "wide" {
+		cols = append(cols, orNone(r.APIs), orNone(r.Message), orNone(r.WebUI))
+	}
+	return cols
 }
 
 // orNone is kubectl's <none> for an empty cell.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -13,7 +14,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/clientcmd"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/odaflow/odaflow/oda"
 )
@@ -35,7 +40,12 @@ func TestParseStatus(t *testing.T) {
 		{args: []string{"-n", "odacompns-1", "ExposedAPI", "r1-api", "-o", "json"}, kinds: 1, kind: "ExposedAPI", name: "r1-api", output: "json", ns: "odacompns-1"},
 		{args: []string{"sman", "--namespace=x"}, kinds: 1, kind: "SecretsManagement", ns: "x"},
 		{args: []string{"depapis", "--all-namespaces"}, kinds: 1, kind: "DependentAPI", all: true},
-		{args: []string{"-o", "yaml"}, wantErr: `-o "yaml"`},
+		{args: []string{"-o", "yaml", "-l", "app=x", "-w", "--no-headers"}, kinds: len(oda.Kinds), output: "yaml"},
+		{args: []string{"--output=jsonpath={.items[*].metadata.name}"}, kinds: len(oda.Kinds), output: "jsonpath={.items[*].metadata.name}"},
+		{args: []string{"-o", "table"}, wantErr: `-o "table"`},
+		{args: []string{"-o", "jsonpath"}, wantErr: "a template is required"},
+		{args: []string{"-o", "jsonpath={.items[}"}, wantErr: "-o jsonpath"},
+		{args: []string{"-l", "app in (x"}, wantErr: `-l "app in (x"`},
 		{args: []string{"widgets"}, wantErr: `unknown kind "widgets"`},
 		{args: []string{"component", "a", "b"}, wantErr: "unexpected arguments [b]"},
 	} {
@@ -229,5 +239,159 @@ func TestPrintStatus(t *testing.T) {
 	}
 	if list.Kind != "List" || len(list.Items) != 1 || list.Items[0]["kind"] != "Component" {
 		t.Errorf("-o json: %s", b.String())
+	}
+}
+
+// statusFixtures are two Components and an ExposedAPI, one Component
+// labelled app=catalog, in a fake apiserver.
+func statusFixtures(now time.Time) (*fake.FakeDynamicClient, []unstructured.Unstructured) {
+	a := odaObject(oda.KindComponent, "components", "r1-catalog", now.Add(-time.Hour), map[string]any{
+		"summary/status": map[string]any{"deployment_status": "Complete"},
+		"conditions":     []any{map[string]any{"type": "Ready", "status": "True", "reason": "Deployed"}},
+	})
+	a.SetLabels(map[string]string{"app": "catalog"})
+	b := odaObject(oda.KindComponent, "components", "r2-order", now.Add(-time.Minute), nil)
+	api := odaObject(oda.KindExposedAPI, "components", "r1-catalog-api", now.Add(-time.Hour), nil)
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, k := range oda.Kinds {
+		listKinds[k.GVR()] = k.Name + "List"
+	}
+	objs := []unstructured.Unstructured{a, b, api}
+	dyn := fake.NewSimpleDynamicClientWithCustomListKinds(k8sruntime.NewScheme(), listKinds, &a, &b, &api)
+	return dyn, objs
+}
+
+// TestStatusPrinters: -o json, yaml, name and jsonpath print what kubectl
+// get prints for the same objects (a v1 List, or the object alone when a
+// name was asked for), -l filters the list and --no-headers drops the
+// table's header.
+func TestStatusPrinters(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dyn, objs := statusFixtures(now)
+	comp := []oda.Kind{oda.KindComponent}
+	get := func(o statusOptions) string {
+		t.Helper()
+		if o.kinds == nil {
+			o.kinds = comp
+		}
+		var b bytes.Buffer
+		if err := getStatus(context.Background(), dyn, &b, o, "components", func() time.Time { return now }); err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		return b.String()
+	}
+	// What kubectl's printers write for a List of the two Components.
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}, Items: objs[:2]}
+	wantJSON, err := json.MarshalIndent(list, "", "    ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantYAML, err := sigsyaml.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		o    statusOptions
+		want string
+	}{
+		{"json", statusOptions{output: "json"}, string(wantJSON) + "\n"},
+		{"yaml", statusOptions{output: "yaml"}, string(wantYAML)},
+		{"name", statusOptions{output: "name"}, "component.oda.tmforum.org/r1-catalog\ncomponent.oda.tmforum.org/r2-order\n"},
+		{"name, every kind", statusOptions{output: "name", kinds: oda.Kinds, selector: "app"},
+			"component.oda.tmforum.org/r1-catalog\n"},
+		{"jsonpath", statusOptions{output: "jsonpath={range .items[*]}{.metadata.name} {.status.conditions[0].reason}{\"\\n\"}{end}"},
+			"r1-catalog Deployed\nr2-order \n"},
+		{"jsonpath of one name", statusOptions{output: "jsonpath={.metadata.name}", name: "r2-order"}, "r2-order"},
+		{"json of one name is the object", statusOptions{output: "json", name: "r1-catalog", selector: "app=catalog"}, func() string {
+			b, _ := json.MarshalIndent(&objs[0], "", "    ")
+			return string(b) + "\n"
+		}()},
+		{"selector", statusOptions{selector: "app=catalog"}, "NAME         READY   STATUS     REASON     AGE\nr1-catalog   True    Complete   Deployed   60m\n"},
+		{"selector matching nothing", statusOptions{selector: "app=none"}, "No ODA resources found in the context's namespace.\n"},
+		{"no headers", statusOptions{noHeaders: true}, "r1-catalog   True      Complete   Deployed   60m\nr2-order     Unknown   <none>     <none>     60s\n"},
+	} {
+		if got := get(tc.o); got != tc.want {
+			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
+		}
+	}
+
+	file := filepath.Join(t.TempDir(), "names.jsonpath")
+	if err := os.WriteFile(file, []byte(`{.items[*].metadata.name}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(statusOptions{output: "jsonpath-file=" + file}); got != "r1-catalog r2-order" {
+		t.Errorf("jsonpath-file: %q", got)
+	}
+}
+
+// chanWriter hands each Write of a watch to the test that reads it.
+type chanWriter chan string
+
+func (w chanWriter) Write(p []byte) (int, error) {
+	w <- string(p)
+	return len(p), nil
+}
+
+// TestStatusWatch: -w prints the table, then a row without a header for
+// each change, and ends without an error when its context does.
+func TestStatusWatch(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dyn, objs := statusFixtures(now)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	writes := make(chanWriter, 1000)
+	var out strings.Builder
+	done := make(chan error, 1)
+	o := statusOptions{kinds: []oda.Kind{oda.KindComponent}, watch: true}
+	go func() { done <- getStatus(ctx, dyn, writes, o, "components", func() time.Time { return now }) }()
+	seen := func(s string, wait time.Duration) bool {
+		t.Helper()
+		deadline := time.After(wait)
+		for !strings.Contains(out.String(), s) {
+			select {
+			case w := <-writes:
+				out.WriteString(w)
+			case err := <-done:
+				t.Fatalf("watch ended (%v) before printing %q:\n%s", err, s, out.String())
+			case <-deadline:
+				return false
+			}
+		}
+		return true
+	}
+	if !seen("r2-order", 10*time.Second) {
+		t.Fatalf("no list printed:\n%s", out.String())
+	}
+	// The fake apiserver's watch starts after the list: retry the change
+	// until the watch has seen it.
+	changed := objs[1].DeepCopy()
+	changed.Object["status"] = map[string]any{
+		"summary/status": map[string]any{"deployment_status": "Failed"},
+		"conditions":     []any{map[string]any{"type": "Ready", "status": "False", "reason": "DeployFailed"}},
+	}
+	for i := 0; !seen("DeployFailed", 50*time.Millisecond); i++ {
+		changed.SetResourceVersion("")
+		changed.SetAnnotations(map[string]string{"try": strings.Repeat("x", i+1)})
+		if _, err := dyn.Resource(oda.KindComponent.GVR()).Namespace("components").Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no update printed:\n%s", out.String())
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch ended with %v", err)
+	}
+	for len(writes) > 0 { // the rest of the last row
+		out.WriteString(<-writes)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if strings.Count(out.String(), "NAME") != 1 || !strings.HasPrefix(lines[0], "NAME") {
+		t.Errorf("one header, first:\n%s", out.String())
+	}
+	if f := strings.Fields(lines[len(lines)-1]); !reflect.DeepEqual(f, []string{"r2-order", "False", "Failed", "DeployFailed", "60s"}) {
+		t.Errorf("last line %q, want the change", f)
 	}
 }
