@@ -31,7 +31,8 @@ Usage:
   odaflow dev     [flags]   run a local stack: kube-apiserver, Temporal + Web UI, worker, watcher
   odaflow webhook [flags]   serve the webhooks over HTTPS (Component conversion)
   odaflow codec-server [flags]  decode odaflow's encrypted payloads for the Temporal Web UI
-  odaflow status  [-A|-n ns] [-o wide|json] [kind [name]]  the ODA resources as kubectl get lists them: Ready, status, reason, age, Web UI link
+  odaflow status  [-A|-n ns] [-l sel] [-w] [--no-headers] [-o wide|json|yaml|name|jsonpath=...] [kind [name]]
+                            the ODA resources as kubectl get lists them: Ready, status, reason, age, Web UI link
   odaflow explain <Kind>/<ns>/<name>    why a resource is not done (asks its workflow)
   odaflow validate -f FILE...           check Component manifests offline: children and problems
   odaflow uninstall-check [--namespaces NS]  exit non-zero while ODA resources need odaflow (the chart's pre-delete hook)
