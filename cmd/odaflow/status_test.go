@@ -395,3 +395,34 @@ func TestStatusWatch(t *testing.T) {
 		t.Errorf("last line %q, want the change", f)
 	}
 }
+
+// TestRowOf: what a row shows, kind by kind, decided from the object alone.
+func TestRowOf(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	o := statusOptions{ui: "http://ui:8233", temporalNamespace: "default"}
+	noAge := odaObject(oda.KindSecretsManagement, "ns", "s", now, map[string]any{"implementation": map[string]any{"ready": false}})
+	noAge.SetCreationTimestamp(metav1.Time{})
+	for _, tc := range []struct {
+		name string
+		obj  unstructured.Unstructured
+		kind oda.Kind
+		want statusRow
+	}{
+		{"component", odaObject(oda.KindComponent, "ns", "c", now.Add(-2*time.Hour), map[string]any{
+			"summary/status": map[string]any{"deployment_status": "Complete"},
+			"conditions":     []any{map[string]any{"type": "Ready", "status": "True", "reason": "Deployed", "message": "all ready"}},
+			"coreAPIs":       []any{map[string]any{"url": "https://x", "ready": true}},
+			"managementAPIs": []any{map[string]any{"url": "https://y", "ready": false}},
+		}), oda.KindComponent, statusRow{Namespace: "ns", Name: "c", Ready: "True", Status: "Complete", Reason: "Deployed", Message: "all ready",
+			Age: "120m", APIs: "1/2", WebUI: "http://ui:8233/namespaces/default/workflows/Component%2Fns%2Fc"}},
+		{"notification: its status, no workflow link", odaObject(oda.KindPublishedNotification, "ns", "p", now.Add(-time.Second), map[string]any{"status": "Ready"}),
+			oda.KindPublishedNotification, statusRow{Namespace: "ns", Name: "p", Ready: "Unknown", Status: "Ready", Age: "1s"}},
+		{"secrets: implementation not ready, no creation time", noAge, oda.KindSecretsManagement,
+			statusRow{Namespace: "ns", Name: "s", Ready: "Unknown", Status: "implementation not ready", Age: "<unknown>",
+				WebUI: "http://ui:8233/namespaces/default/workflows/SecretsManagement%2Fns%2Fs"}},
+	} {
+		if got := rowOf(&tc.obj, tc.kind, o, now); got != tc.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
+		}
+	}
+}
