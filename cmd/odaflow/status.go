@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -100,7 +101,7 @@ func getStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o stat
 	if err := printStatus(out, o, items, kindsOf, now()); err != nil || !o.watch {
 		return err
 	}
-	return watchStatus(ctx, dyn, out, o, ns, versions, now)
+	return watchStatus(ctx, dyn, out, o, ns, versions, len(items) > 0, now)
 }
 
 // statusEvent is one change of one kind's resource, for -w.
@@ -110,9 +111,10 @@ type statusEvent struct {
 }
 
 // watchStatus prints each change after the list, as kubectl get -w does:
-// table rows without a header, or each object through the -o printer.
-// It ends when ctx ends (nil) or every watch has closed.
-func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o statusOptions, ns string, versions []string, now func() time.Time) error {
+// table rows without a header (the header comes with the first row when
+// the list printed none), or each object through the -o printer. It ends
+// when ctx ends (nil) or every watch has closed.
+func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o statusOptions, ns string, versions []string, headed bool, now func() time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the forwarders below when this returns early
 	events := make(chan statusEvent)
@@ -139,7 +141,7 @@ func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o st
 		}()
 	}
 	row := o
-	row.noHeaders = true
+	row.noHeaders = o.noHeaders || headed
 	for open > 0 {
 		select {
 		case <-ctx.Done():
@@ -150,7 +152,7 @@ func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o st
 				continue
 			}
 			if e.ev.Type == watch.Error {
-				return fmt.Errorf("watch %s: %v", e.kind.Resource, e.ev.Object)
+				return fmt.Errorf("watch %s: %w", e.kind.Resource, apierrors.FromObject(e.ev.Object))
 			}
 			obj, ok := e.ev.Object.(*unstructured.Unstructured)
 			if !ok || (o.name != "" && obj.GetName() != o.name) {
@@ -159,6 +161,7 @@ func watchStatus(ctx context.Context, dyn dynamic.Interface, out io.Writer, o st
 			if err := printObjects(out, row, []unstructured.Unstructured{*obj}, []oda.Kind{e.kind}, now(), true); err != nil {
 				return err
 			}
+			row.noHeaders = true
 		}
 	}
 	return nil

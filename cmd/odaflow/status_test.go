@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/clientcmd"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -333,18 +334,26 @@ func (w chanWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// startWatch runs odaflow status -w components in ns of a fake apiserver
+// holding statusFixtures; it returns the writes, the end of the watch and
+// what ends it.
+func startWatch(t *testing.T, ns string, now time.Time) (dynamic.Interface, []unstructured.Unstructured, chanWriter, chan error, context.Context, context.CancelFunc) {
+	dyn, objs := statusFixtures(now)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	writes := make(chanWriter, 1000)
+	done := make(chan error, 1)
+	o := statusOptions{kinds: []oda.Kind{oda.KindComponent}, watch: true}
+	go func() { done <- getStatus(ctx, dyn, writes, o, ns, func() time.Time { return now }) }()
+	return dyn, objs, writes, done, ctx, cancel
+}
+
 // TestStatusWatch: -w prints the table, then a row without a header for
 // each change, and ends without an error when its context does.
 func TestStatusWatch(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	dyn, objs := statusFixtures(now)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	writes := make(chanWriter, 1000)
+	dyn, objs, writes, done, ctx, cancel := startWatch(t, "components", now)
 	var out strings.Builder
-	done := make(chan error, 1)
-	o := statusOptions{kinds: []oda.Kind{oda.KindComponent}, watch: true}
-	go func() { done <- getStatus(ctx, dyn, writes, o, "components", func() time.Time { return now }) }()
 	seen := func(s string, wait time.Duration) bool {
 		t.Helper()
 		deadline := time.After(wait)
@@ -424,5 +433,48 @@ func TestRowOf(t *testing.T) {
 		if got := rowOf(&tc.obj, tc.kind, o, now); got != tc.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStatusWatchFromNothing: when the list printed no row, the header
+// comes with the first change's row.
+func TestStatusWatchFromNothing(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	dyn, _, writes, done, ctx, cancel := startWatch(t, "empty", now)
+	var out strings.Builder
+	for !strings.Contains(out.String(), "No ODA resources found") {
+		out.WriteString(<-writes)
+	}
+	// The fake apiserver's watch starts after the list: create until seen.
+	for i := 0; !strings.Contains(out.String(), "r3-new"); i++ {
+		obj := odaObject(oda.KindComponent, "empty", "r3-new", now.Add(-time.Second), nil)
+		if i > 0 {
+			_ = dyn.Resource(oda.KindComponent.GVR()).Namespace("empty").Delete(ctx, "r3-new", metav1.DeleteOptions{})
+		}
+		if _, err := dyn.Resource(oda.KindComponent.GVR()).Namespace("empty").Create(ctx, &obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for wait := time.After(50 * time.Millisecond); ; {
+			select {
+			case w := <-writes:
+				out.WriteString(w)
+				continue
+			case <-wait:
+			case <-ctx.Done():
+				t.Fatalf("no row printed:\n%s", out.String())
+			}
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch ended with %v", err)
+	}
+	for len(writes) > 0 {
+		out.WriteString(<-writes)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[1], "NAME") || strings.Fields(lines[2])[0] != "r3-new" || strings.Count(out.String(), "NAME") != 1 {
+		t.Errorf("want the message, then one header with the first row:\n%s", out.String())
 	}
 }
