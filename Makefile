@@ -83,7 +83,8 @@ vet:
 lint:
 	@dir="$$(hack/tools.sh lint)" && \
 	"$$dir/golangci-lint" run ./... && \
-	"$$dir/workflowcheck" -config hack/workflowcheck.yaml ./workflows/...
+	"$$dir/workflowcheck" -config hack/workflowcheck.yaml ./workflows/... && \
+	hack/deadcode.sh "$$dir/deadcode"
 
 ## test: formatting, vet, and every package's tests. The integration tests in
 ## tests/ start the real servers themselves; with CI set they fail (never skip)

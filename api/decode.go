@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -21,22 +20,6 @@ func Decode[T any](obj map[string]any, path string) (T, FieldErrors) {
 		d.value(obj, path, reflect.ValueOf(&out).Elem())
 	}
 	return out, errs
-}
-
-// DecodeJSON reads a JSON object into a T, as Decode does; data that is not
-// a JSON object is one problem at path.
-func DecodeJSON[T any](data []byte, path string) (T, FieldErrors) {
-	var obj any
-	if err := json.Unmarshal(data, &obj); err != nil {
-		var zero T
-		return zero, FieldErrors{{Path: path, Message: "is not valid JSON: " + err.Error()}}
-	}
-	m, ok := obj.(map[string]any)
-	if !ok {
-		var zero T
-		return zero, FieldErrors{{Path: path, Message: "must be an object, got " + TypeName(obj)}}
-	}
-	return Decode[T](m, path)
 }
 
 // valueDecoder is implemented by the types that read a value of more than

@@ -274,3 +274,19 @@ func TestFieldErrors(t *testing.T) {
 		}
 	}
 }
+
+// DecodeJSON reads a JSON object into a T, as Decode does; data that is not
+// a JSON object is one problem at path.
+func DecodeJSON[T any](data []byte, path string) (T, FieldErrors) {
+	var obj any
+	if err := json.Unmarshal(data, &obj); err != nil {
+		var zero T
+		return zero, FieldErrors{{Path: path, Message: "is not valid JSON: " + err.Error()}}
+	}
+	m, ok := obj.(map[string]any)
+	if !ok {
+		var zero T
+		return zero, FieldErrors{{Path: path, Message: "must be an object, got " + TypeName(obj)}}
+	}
+	return Decode[T](m, path)
+}

@@ -76,7 +76,7 @@ func apisixKey(identifier string) string {
 
 // apisixPlugins builds the plugins of the enabled policies in the Canvas's
 // order: limit-req, limit-count, cors, key-auth. oas-validation is left out
-// (§5.2.10): open-source APISIX has no such plugin, and Omissions reports it.
+// (§5.2.10): open-source APISIX has no such plugin.
 func apisixPlugins(p Policies) []any {
 	plugins := []any{}
 	add := func(name string, config map[string]any) {
@@ -112,50 +112,4 @@ func apisixPlugins(p Policies) []any {
 		add("key-auth", config)
 	}
 	return plugins
-}
-
-// apisixTemplate puts the template's plugins first in the ApisixPluginConfig.
-func (b builder) apisixTemplate(objs []Object, docs []map[string]any) ([]Object, error) {
-	var config map[string]any
-	for _, o := range objs {
-		if o.Kind() == "ApisixPluginConfig" {
-			config = o.Object
-		}
-	}
-	if config == nil {
-		return nil, fmt.Errorf("gateway: template: no ApisixPluginConfig among the desired objects")
-	}
-	spec, _ := config["spec"].(map[string]any)
-	if spec == nil {
-		spec = map[string]any{}
-		config["spec"] = spec
-	}
-	own, _ := spec["plugins"].([]any)
-	ownNames := map[string]bool{}
-	for _, p := range own {
-		if m, _ := p.(map[string]any); m != nil {
-			name, _ := m["name"].(string)
-			ownNames[name] = true
-		}
-	}
-	plugins := []any{}
-	for i, doc := range docs {
-		docSpec, _ := doc["spec"].(map[string]any)
-		list, ok := docSpec["plugins"].([]any)
-		if !ok {
-			return nil, fmt.Errorf("gateway: template document %d: spec.plugins must be a list", i)
-		}
-		for j, p := range list {
-			m, _ := p.(map[string]any)
-			name, _ := m["name"].(string)
-			if name == "" {
-				return nil, fmt.Errorf("gateway: template document %d: spec.plugins[%d].name is required", i, j)
-			}
-			if !ownNames[name] {
-				plugins = append(plugins, deepCopy(m))
-			}
-		}
-	}
-	spec["plugins"] = append(plugins, own...)
-	return objs, nil
 }

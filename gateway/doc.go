@@ -25,5 +25,5 @@
 //   - metrics APIs get their ServiceMonitor under every gateway (the Canvas
 //     Kong operator never created one);
 //   - APISIX gets no oas-validation plugin, which open-source APISIX does not
-//     have; Omissions reports it instead.
+//     have.
 package gateway

@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/odaflow/odaflow/api"
 )
@@ -182,115 +179,4 @@ func kongPlugins(p Policies) ([]kongPlugin, error) {
 		}})
 	}
 	return out, nil
-}
-
-// WithTemplate adds the plugins of a policy template (spec.template, which
-// the caller downloads and splits into YAML documents) to the objects of
-// Desired, returning a new list; objs is not modified.
-//
-//   - kong: every document is a KongPlugin; it is put in the ExposedAPI's
-//     namespace, owned and labelled like the other plugins, applied before the
-//     HTTPRoute and appended to its konghq.com/plugins annotation.
-//   - apisix: the spec.plugins of every document come first in the
-//     ApisixPluginConfig; a plugin the spec's own policies also configure is
-//     taken from the spec.
-//   - istio and kong-admin: objs is returned as it is (see Omissions and
-//     KongAdminTemplatePlugins).
-func WithTemplate(cfg Config, api API, objs []Object, docs []map[string]any) ([]Object, error) {
-	cfg = cfg.WithDefaults()
-	out := make([]Object, len(objs))
-	for i, o := range objs {
-		out[i] = Object{Object: deepCopy(o.Object).(map[string]any), Owned: o.Owned}
-	}
-	if len(docs) == 0 {
-		return out, nil
-	}
-	if api.Name == "" || api.Namespace == "" || api.UID == "" {
-		return nil, fmt.Errorf("gateway: template: ExposedAPI name, namespace and uid required")
-	}
-	b := builder{cfg: cfg, api: api}
-	switch cfg.Gateway {
-	case GatewayKong:
-		return b.kongTemplate(out, docs)
-	case GatewayApisix:
-		return b.apisixTemplate(out, docs)
-	}
-	return out, nil
-}
-
-func (b builder) kongTemplate(objs []Object, docs []map[string]any) ([]Object, error) {
-	routeAt := -1
-	taken := map[string]bool{}
-	for i, o := range objs {
-		if o.Kind() == "HTTPRoute" {
-			routeAt = i
-		}
-		if o.Kind() == "KongPlugin" {
-			taken[o.Name()] = true
-		}
-	}
-	if routeAt < 0 {
-		return nil, fmt.Errorf("gateway: template: no HTTPRoute among the desired objects")
-	}
-	var plugins []Object
-	var names []string
-	for i, doc := range docs {
-		o, err := b.templateKongPlugin(i, doc)
-		if err != nil {
-			return nil, err
-		}
-		if taken[o.Name()] {
-			return nil, fmt.Errorf("gateway: template document %d: KongPlugin %q is already desired", i, o.Name())
-		}
-		taken[o.Name()] = true
-		plugins = append(plugins, o)
-		names = append(names, o.Name())
-	}
-	route := objs[routeAt]
-	meta := route.Object["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-		meta["annotations"] = ann
-	}
-	if prev, _ := ann[AnnotationKongPlugins].(string); prev != "" {
-		names = append([]string{prev}, names...)
-	}
-	ann[AnnotationKongPlugins] = strings.Join(names, ",")
-	out := append([]Object{}, objs[:routeAt]...)
-	out = append(out, plugins...)
-	return append(out, objs[routeAt:]...), nil
-}
-
-// templateKongPlugin checks one template document and makes it a KongPlugin
-// of the API: the Canvas applied each document as a KongPlugin whatever it
-// was, odaflow refuses anything else.
-func (b builder) templateKongPlugin(i int, doc map[string]any) (Object, error) {
-	bad := func(format string, args ...any) (Object, error) {
-		return Object{}, fmt.Errorf("gateway: template document %d: %s", i, fmt.Sprintf(format, args...))
-	}
-	if v, _ := doc["apiVersion"].(string); v != "" && v != kongPluginAPIVersion {
-		return bad("apiVersion must be %s, got %q", kongPluginAPIVersion, v)
-	}
-	if k, _ := doc["kind"].(string); k != "KongPlugin" {
-		return bad("kind must be KongPlugin, got %q", k)
-	}
-	meta, _ := doc["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	if name == "" {
-		return bad("metadata.name is required")
-	}
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		return bad("metadata.name %q: %s", name, strings.Join(msgs, "; "))
-	}
-	if p, _ := doc["plugin"].(string); p == "" {
-		return bad("plugin is required")
-	}
-	o := b.object(kongPluginAPIVersion, "KongPlugin", b.api.Namespace, name, nil)
-	for k, v := range doc {
-		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "status" {
-			o.Object[k] = deepCopy(v)
-		}
-	}
-	return o, nil
 }

@@ -1,7 +1,5 @@
 package gateway
 
-import "fmt"
-
 // KongService is a Kong Admin API service body (PUT /services/{name}).
 type KongService struct {
 	Name     string `json:"name"`
@@ -118,40 +116,4 @@ func KongAdminEntities(cfg Config, api API, spec Spec) (KongService, KongRoute, 
 		})
 	}
 	return svc, route, out, nil
-}
-
-// KongAdminTemplatePlugins turns the KongPlugin documents of a policy
-// template into Kong Admin API plugins on the API's route, named
-// "<document name>-<namespace>.<name>" since a template serves many APIs.
-func KongAdminTemplatePlugins(api API, docs []map[string]any) ([]KongPlugin, error) {
-	name := KongAdminName(api)
-	var out []KongPlugin
-	for i, doc := range docs {
-		if k, _ := doc["kind"].(string); k != "KongPlugin" {
-			return nil, fmt.Errorf("gateway: template document %d: kind must be KongPlugin, got %q", i, k)
-		}
-		meta, _ := doc["metadata"].(map[string]any)
-		docName, _ := meta["name"].(string)
-		plugin, _ := doc["plugin"].(string)
-		if docName == "" || plugin == "" {
-			return nil, fmt.Errorf("gateway: template document %d: metadata.name and plugin are required", i)
-		}
-		config, _ := deepCopy(doc["config"]).(map[string]any)
-		if config == nil {
-			config = map[string]any{}
-		}
-		enabled := true
-		if d, ok := doc["disabled"].(bool); ok {
-			enabled = !d
-		}
-		out = append(out, KongPlugin{
-			Name:         plugin,
-			InstanceName: docName + "-" + name,
-			Config:       config,
-			Route:        KongRef{Name: name},
-			Enabled:      enabled,
-			Tags:         []string{KongAdminTag, KongAdminAPITag(api)},
-		})
-	}
-	return out, nil
 }

@@ -59,11 +59,9 @@ type Object struct {
 	Owned  bool
 }
 
-// APIVersion, Kind, Namespace and Name read the object's identity.
-func (o Object) APIVersion() string { s, _ := o.Object["apiVersion"].(string); return s }
-func (o Object) Kind() string       { s, _ := o.Object["kind"].(string); return s }
-func (o Object) Namespace() string  { return o.meta("namespace") }
-func (o Object) Name() string       { return o.meta("name") }
+// Kind and Name read the object's identity.
+func (o Object) Kind() string { s, _ := o.Object["kind"].(string); return s }
+func (o Object) Name() string { return o.meta("name") }
 
 func (o Object) meta(key string) string {
 	m, _ := o.Object["metadata"].(map[string]any)
@@ -85,8 +83,7 @@ type Ref struct {
 // did (IWK, IWA). kong-admin has no routing objects (see KongAdminEntities);
 // metrics APIs still get their ServiceMonitor under every gateway.
 //
-// A policy template (spec.template) needs a download; add its plugins with
-// WithTemplate.
+// A policy template (spec.template) is not applied yet.
 func Desired(cfg Config, api API, spec Spec) ([]Object, error) {
 	b, err := newBuilder(cfg, api, spec)
 	if err != nil {
@@ -120,8 +117,7 @@ func Desired(cfg Config, api API, spec Spec) ([]Object, error) {
 // Managed lists every object with a fixed name that a gateway may create for
 // the API, desired or not, so that the caller can delete those not in
 // Desired (a disabled policy, a changed apiType or gateway) and, on
-// deletion, the unowned ones. Template plugins are not listed: they are owned
-// and found by owner reference.
+// deletion, the unowned ones.
 func Managed(cfg Config, api API) []Ref {
 	cfg = cfg.WithDefaults()
 	ref := func(apiVersion, kind, ns, name string) Ref {
@@ -147,44 +143,6 @@ func Managed(cfg Config, api API) []Ref {
 		)
 	}
 	return refs
-}
-
-// Omission is a requested policy that the gateway does not apply.
-type Omission struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
-}
-
-// Omissions lists the policies of spec that cfg.Gateway leaves unapplied, so
-// that they can be reported (in status or events) rather than silently
-// dropped.
-func Omissions(cfg Config, spec Spec) []Omission {
-	cfg = cfg.WithDefaults()
-	p := spec.Policies
-	var out []Omission
-	add := func(present bool, field, reason string) {
-		if present {
-			out = append(out, Omission{Field: field, Reason: reason})
-		}
-	}
-	switch cfg.Gateway {
-	case GatewayIstio:
-		const reason = "the istio gateway does not apply API policies"
-		add(p.RateLimit != nil, "spec.rateLimit", reason)
-		add(p.APIKey != nil, "spec.apiKeyVerification", reason)
-		add(p.CORS != nil, "spec.CORS", reason)
-		add(p.Quota != nil, "spec.quota", reason)
-		add(p.OASValidation != nil, "spec.OASValidation", reason)
-		add(p.Template != "", "spec.template", reason)
-	case GatewayKong, GatewayKongAdmin:
-		add(p.Quota != nil, "spec.quota", "Kong has no quota plugin in its open-source edition; use spec.rateLimit")
-		add(p.OASValidation != nil, "spec.OASValidation", "oas-validation is a Kong Enterprise plugin")
-	case GatewayApisix:
-		add(p.RateLimit != nil && p.RateLimit.Interval != "" && p.RateLimit.Interval != "second",
-			"spec.rateLimit.interval", "APISIX limit-req counts requests per second; the limit is applied per second")
-		add(p.OASValidation != nil, "spec.OASValidation", "oas-validator is an API7 Enterprise plugin, not part of open-source APISIX")
-	}
-	return out
 }
 
 // builder holds what every object builder needs.

@@ -23,9 +23,10 @@
 #   hack/tools.sh postgres   install Debian's postgresql when no
 #                            /usr/lib/postgresql/*/bin/postgres exists (the
 #                            production-shape tests run it); print its bin dir
-#   hack/tools.sh lint       build golangci-lint and Temporal's workflowcheck
-#                            (go install of pinned versions) into their own
-#                            cache folder and print it (make lint runs them)
+#   hack/tools.sh lint       build golangci-lint, Temporal's workflowcheck and
+#                            deadcode (go install of pinned versions) into
+#                            their own cache folders and print the lint folder
+#                            (make lint runs them)
 #   hack/tools.sh keycloak [VERSION]
 #                            fetch Keycloak's server distribution
 #                            (org.keycloak:keycloak-quarkus-dist) from Maven
@@ -66,6 +67,11 @@ tserver_dir="$cache_root/temporal-server-${TEMPORAL_SERVER_VERSION}_${tserver_ha
 GOLANGCI_LINT_VERSION=v2.15.0
 WORKFLOWCHECK_VERSION=v0.6.0
 lint_dir="$cache_root/lint_golangci-lint-${GOLANGCI_LINT_VERSION}_workflowcheck-${WORKFLOWCHECK_VERSION}_$(go env GOVERSION)"
+# deadcode (golang.org/x/tools/cmd/deadcode) has its own folder, keyed by its
+# version and the Go version, so bumping it rebuilds it alone; build_lint
+# links it into lint_dir.
+DEADCODE_VERSION=v0.47.0
+deadcode_dir="$cache_root/deadcode-${DEADCODE_VERSION}_$(go env GOVERSION)"
 
 # Keycloak releases odaflow is tested on: version, the lowest and highest
 # Java major it supports, the SHA-256 of its keycloak-quarkus-dist tar.gz,
@@ -194,23 +200,26 @@ build_temporal_server() {
   ln -sfn "$tserver_dir" "$root/bin/temporal-server"
 }
 
+# install_tool builds Go command $3 (module@version) into folder $1 as $2,
+# unless it is there already.
+install_tool() {
+  local into=$1 tool=$2 pkg=$3 start tmp
+  [[ -x "$into/$tool" ]] && return 0
+  log "building $tool (cold: several minutes)"
+  start=$SECONDS
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "$pkg")
+  mv "$tmp/$tool" "$into/$tool"
+  rm -rf "$tmp"
+  log "$tool built in $((SECONDS - start))s"
+}
+
 build_lint() {
-  mkdir -p "$lint_dir"
-  local tool pkg start tmp
-  for tool in golangci-lint workflowcheck; do
-    [[ -x "$lint_dir/$tool" ]] && continue
-    case $tool in
-      golangci-lint) pkg="github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}" ;;
-      workflowcheck) pkg="go.temporal.io/sdk/contrib/tools/workflowcheck@${WORKFLOWCHECK_VERSION}" ;;
-    esac
-    log "building $tool (cold: several minutes)"
-    start=$SECONDS
-    tmp="$(mktemp -d)"
-    (cd "$tmp" && GOBIN="$tmp" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" "$pkg")
-    mv "$tmp/$tool" "$lint_dir/$tool"
-    rm -rf "$tmp"
-    log "$tool built in $((SECONDS - start))s"
-  done
+  mkdir -p "$lint_dir" "$deadcode_dir"
+  install_tool "$lint_dir" golangci-lint "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@${GOLANGCI_LINT_VERSION}"
+  install_tool "$lint_dir" workflowcheck "go.temporal.io/sdk/contrib/tools/workflowcheck@${WORKFLOWCHECK_VERSION}"
+  install_tool "$deadcode_dir" deadcode "golang.org/x/tools/cmd/deadcode@${DEADCODE_VERSION}"
+  ln -sfn "$deadcode_dir/deadcode" "$lint_dir/deadcode"
 }
 
 # Debian's PostgreSQL; a fresh CI machine may lack it. We run as root there,

@@ -265,9 +265,6 @@ type RoleDiff struct {
 	Delete []string `json:"delete,omitempty"`
 }
 
-// Empty is true when nothing needs to change.
-func (d RoleDiff) Empty() bool { return len(d.Create) == 0 && len(d.Delete) == 0 }
-
 // DiffRoles compares the declared roles with the client's roles. A role is
 // deleted only when odaflow created it (ManagedAttribute) or an earlier
 // spec declared it (previous, for roles created before the attribute

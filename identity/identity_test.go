@@ -250,3 +250,6 @@ func TestFromSpecRefusesHubsOutsideTheNamespace(t *testing.T) {
 		}
 	}
 }
+
+// Empty is true when nothing needs to change.
+func (d RoleDiff) Empty() bool { return len(d.Create) == 0 && len(d.Delete) == 0 }

@@ -104,3 +104,25 @@ func TestSealedStatusKeepsOnlyWhatTheSealVouchesFor(t *testing.T) {
 		t.Errorf("SealedStatus of a forged status = %v, want nil", got)
 	}
 }
+
+// SealedStatus is the part of a status that odaflow's last write set and
+// its seal still vouches for: what a reader that must not trust a tenant
+// (a DependentAPI resolving its provider's url) may use. A key an earlier
+// write of odaflow's set and the last one left out (an ExposedAPI's
+// apiStatus while its exposure fails) is not in it, nor is anything when
+// the seal does not vouch for the status; nil then.
+func SealedStatus(key []byte, uid, fence, seal string, status map[string]any) map[string]any {
+	if !SealVouchesStatus(key, uid, fence, seal, status) {
+		return nil
+	}
+	_, _, keysJSON, _ := splitSeal(seal)
+	var keys []string
+	_ = json.Unmarshal([]byte(keysJSON), &keys)
+	out := make(map[string]any, len(keys))
+	for _, k := range keys {
+		if v, ok := status[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -8,7 +8,6 @@ package secrets
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/odaflow/odaflow/api"
@@ -279,16 +278,6 @@ func RoleBody(n Names, s Spec, in RoleInput) map[string]any {
 // status says so.
 func (s Selector) SelectsNamespace(ns string) bool { return Glob(s.Namespace, ns) }
 
-// SortedNames returns m's keys in order (deterministic output).
-func SortedNames(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // AnnotationKeepData, set to "true" on a SecretsManagement, keeps its kv
 // mount (the secrets) when it is deleted; only the access (role, policy)
 // is removed.
@@ -318,25 +307,4 @@ func MountOwner(description string) (namespace, name, uid string, ok bool) {
 		return "", "", "", false
 	}
 	return namespace, name, uid, true
-}
-
-// OperatorPolicyHCL is the least Vault policy odaflow's own token needs
-// (rather than a root token, which the Canvas used): manage the kv-sman-*
-// mounts, the sman-* policies, and the kubernetes auth method at authPath
-// with its sman-* roles. Nothing in it reads or writes a secret. Reading
-// `<mount>/config` tells whether a new kv mount serves yet; Vault's `+`
-// matches only a whole path segment, so the grant is `+/config` (a kv
-// mount's config holds version settings, and the top-level `config` of
-// other engines holds no credential on read).
-func OperatorPolicyHCL(authPath string) string {
-	return fmt.Sprintf(`# odaflow operator
-path "sys/mounts" { capabilities = ["read"] }
-path "sys/mounts/kv-sman-*" { capabilities = ["create", "read", "update", "delete"] }
-path "+/config" { capabilities = ["read"] }
-path "sys/policies/acl/sman-*" { capabilities = ["create", "read", "update", "delete"] }
-path "sys/auth" { capabilities = ["read"] }
-path "sys/auth/%[1]s" { capabilities = ["create", "read", "update", "sudo"] }
-path "auth/%[1]s/config" { capabilities = ["create", "read", "update"] }
-path "auth/%[1]s/role/sman-*" { capabilities = ["create", "read", "update", "delete"] }
-`, authPath)
 }

@@ -911,3 +911,18 @@ func TestBookkeepingAnnotationsLeaveTheHash(t *testing.T) {
 		t.Errorf("a status write's annotations changed the hash: %s, want %s", got, before)
 	}
 }
+
+// ConflictWinner decides which of the ExposedAPIs claiming one path prefix
+// keeps it (gateway.Winner: a held claim, then the oldest, then the
+// smallest uid; deleting ones keep nothing). It returns the winner's
+// namespace/name, "" when every claim is being deleted.
+func ConflictWinner(claims []*unstructured.Unstructured) string {
+	cs := make([]gateway.Claim, len(claims))
+	for i, c := range claims {
+		cs[i] = ClaimOf(c)
+	}
+	if w, ok := gateway.Winner(cs); ok {
+		return w.ID()
+	}
+	return ""
+}

@@ -146,21 +146,6 @@ func IngressOf(services []*corev1.Service) *gateway.Ingress {
 	return nil
 }
 
-// ConflictWinner decides which of the ExposedAPIs claiming one path prefix
-// keeps it (gateway.Winner: a held claim, then the oldest, then the
-// smallest uid; deleting ones keep nothing). It returns the winner's
-// namespace/name, "" when every claim is being deleted.
-func ConflictWinner(claims []*unstructured.Unstructured) string {
-	cs := make([]gateway.Claim, len(claims))
-	for i, c := range claims {
-		cs[i] = ClaimOf(c)
-	}
-	if w, ok := gateway.Winner(cs); ok {
-		return w.ID()
-	}
-	return ""
-}
-
 // exposureOf reads an ExposedAPI's surroundings from the caches.
 func (w *Watcher) exposureOf(obj *unstructured.Unstructured) (*workflows.Exposure, error) {
 	e := &workflows.Exposure{}

@@ -184,12 +184,6 @@ func instrumenter(reg prometheus.Registerer) (func(name string, h http.Handler) 
 	}, nil
 }
 
-// Handle mounts another webhook, e.g. Handle("/mutate-pod", h). Call it
-// before Start; the patterns are those of http.ServeMux.
-func (s *Server) Handle(pattern string, h http.Handler) {
-	s.mux.Handle(pattern, h)
-}
-
 // Start listens on the configured address and serves in the background.
 func (s *Server) Start() error {
 	s.mu.Lock()

@@ -571,3 +571,9 @@ func TestConversionPatches(t *testing.T) {
 		t.Error("ConversionNonePatch does not remove the webhook (merge patch null)")
 	}
 }
+
+// Handle mounts another webhook, e.g. Handle("/mutate-pod", h). Call it
+// before Start; the patterns are those of http.ServeMux.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}

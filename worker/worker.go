@@ -54,17 +54,12 @@ func GatewayConfig(cfg config.Worker) gateway.Config {
 }
 
 // Interceptors are Temporal worker interceptors the builder of the
-// application adds with WithInterceptor, after the worker's own
-// (livenessHeartbeats); the fault tests crash the worker at chosen activity
+// application provides in the fx group "worker-interceptors", after the
+// worker's own (livenessHeartbeats); the fault tests crash the worker at chosen activity
 // boundaries through one.
 type Interceptors struct {
 	fx.In
 	List []interceptor.WorkerInterceptor `group:"worker-interceptors"`
-}
-
-// WithInterceptor adds a Temporal worker interceptor to the application.
-func WithInterceptor(ic interceptor.WorkerInterceptor) fx.Option {
-	return fx.Provide(fx.Annotate(func() interceptor.WorkerInterceptor { return ic }, fx.ResultTags(`group:"worker-interceptors"`)))
 }
 
 // WithHubHTTPClient makes the identity activities call the components'
@@ -84,8 +79,8 @@ func WithHubHTTPClient(hc *http.Client) fx.Option {
 // worker.terminationGracePeriodSeconds must exceed it (tests/chart).
 const StopTimeout = 20 * time.Second
 
-// New builds the worker application; extra options (WithInterceptor) are
-// added to it.
+// New builds the worker application; extra options (e.g. an interceptor
+// for Interceptors) are added to it.
 func New(cfg config.Worker, extra ...fx.Option) *fx.App {
 	return fx.New(append([]fx.Option{
 		// fx's default of 15 s would end the stop before the worker's own

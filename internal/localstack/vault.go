@@ -270,3 +270,24 @@ func (r *redactor) Write(b []byte) (int, error) {
 		}
 	}
 }
+
+// OperatorPolicyHCL is the least Vault policy odaflow's own token needs
+// (rather than a root token, which the Canvas used): manage the kv-sman-*
+// mounts, the sman-* policies, and the kubernetes auth method at authPath
+// with its sman-* roles. Nothing in it reads or writes a secret. Reading
+// `<mount>/config` tells whether a new kv mount serves yet; Vault's `+`
+// matches only a whole path segment, so the grant is `+/config` (a kv
+// mount's config holds version settings, and the top-level `config` of
+// other engines holds no credential on read).
+func OperatorPolicyHCL(authPath string) string {
+	return fmt.Sprintf(`# odaflow operator
+path "sys/mounts" { capabilities = ["read"] }
+path "sys/mounts/kv-sman-*" { capabilities = ["create", "read", "update", "delete"] }
+path "+/config" { capabilities = ["read"] }
+path "sys/policies/acl/sman-*" { capabilities = ["create", "read", "update", "delete"] }
+path "sys/auth" { capabilities = ["read"] }
+path "sys/auth/%[1]s" { capabilities = ["create", "read", "update", "sudo"] }
+path "auth/%[1]s/config" { capabilities = ["create", "read", "update"] }
+path "auth/%[1]s/role/sman-*" { capabilities = ["create", "read", "update", "delete"] }
+`, authPath)
+}

@@ -76,7 +76,8 @@ func (fs *faultStack) startWorker(t *testing.T, temporalAddress string, ic inter
 	}
 	var extra []fx.Option
 	if ic != nil {
-		extra = append(extra, worker.WithInterceptor(ic))
+		// The worker's fx group of extra interceptors (worker.Interceptors).
+		extra = append(extra, fx.Provide(fx.Annotate(func() interceptor.WorkerInterceptor { return ic }, fx.ResultTags(`group:"worker-interceptors"`))))
 	}
 	app := worker.New(cfg, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -153,7 +153,7 @@ func TestWebhookThroughTheAPIServer(t *testing.T) {
 		}
 	}()
 	url := "https://" + srv.Addr().String() + webhook.PathMutatePod
-	whc := sidecar.Configuration(admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}, []string{"kube-system"})
+	whc := Configuration(admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}, []string{"kube-system"})
 	regs := env.core.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	if _, err := regs.Create(ctx, whc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestWebhookReadyWaitsForTheCache(t *testing.T) {
 	var synced atomic.Bool
 	srv, err := webhook.New(webhook.Config{
 		Address: "127.0.0.1:0", CertPEM: certPEM, KeyPEM: keyPEM,
-		MutatePod: sidecar.NewHandler(sidecar.StaticLister{}, secrets.SidecarConfig{}, nil),
+		MutatePod: sidecar.NewHandler(noSecretsManagement{}, secrets.SidecarConfig{}, nil),
 		ReadyChecks: []func() error{func() error {
 			if !synced.Load() {
 				return fmt.Errorf("SecretsManagement cache not synced")
@@ -305,3 +305,70 @@ func TestWebhookReadyWaitsForTheCache(t *testing.T) {
 		t.Errorf("readyz after sync = %d, want 200", code)
 	}
 }
+
+// Configuration is the MutatingWebhookConfiguration of the sidecar webhook
+// (the chart renders the same): pods on CREATE, failure policy Fail,
+// scoped by the objectSelector to pods labelled for the sidecar and by the
+// namespaceSelector away from excludeNamespaces (kube-system and odaflow's
+// own namespace, at least).
+func Configuration(client admissionregistrationv1.WebhookClientConfig, excludeNamespaces []string) *admissionregistrationv1.MutatingWebhookConfiguration {
+	fail := admissionregistrationv1.Fail
+	none := admissionregistrationv1.SideEffectClassNone
+	equivalent := admissionregistrationv1.Equivalent
+	// IfNeeded: when another webhook (Istio's) adds containers after ours,
+	// ours runs again; the patch is empty once the sidecar is there.
+	reinvoke := admissionregistrationv1.IfNeededReinvocationPolicy
+	wh := admissionregistrationv1.MutatingWebhook{
+		Name:                    sidecar.WebhookName,
+		ClientConfig:            client,
+		AdmissionReviewVersions: []string{"v1"},
+		SideEffects:             &none,
+		FailurePolicy:           &fail,
+		MatchPolicy:             &equivalent,
+		ReinvocationPolicy:      &reinvoke,
+		TimeoutSeconds:          ptr.To(int32(5)),
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"},
+				Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+			},
+		}},
+		ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{secrets.LabelSecretsManagement: secrets.LabelSidecarValue}},
+	}
+	if len(excludeNamespaces) > 0 {
+		wh.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excludeNamespaces,
+		}}}
+	}
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "MutatingWebhookConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: sidecar.ConfigurationName},
+		Webhooks:   []admissionregistrationv1.MutatingWebhook{wh},
+	}
+}
+
+func TestConfiguration(t *testing.T) {
+	url := "https://127.0.0.1:9443" + sidecar.Path
+	c := Configuration(admissionregistrationv1.WebhookClientConfig{URL: &url}, []string{"kube-system", "odaflow"})
+	wh := c.Webhooks[0]
+	if *wh.FailurePolicy != "Fail" || *wh.SideEffects != "None" || *wh.TimeoutSeconds != 5 {
+		t.Errorf("policy %s side effects %s timeout %d", *wh.FailurePolicy, *wh.SideEffects, *wh.TimeoutSeconds)
+	}
+	if wh.ObjectSelector.MatchLabels[secrets.LabelSecretsManagement] != "sidecar" {
+		t.Errorf("object selector %+v", wh.ObjectSelector)
+	}
+	if e := wh.NamespaceSelector.MatchExpressions[0]; e.Operator != "NotIn" || strings.Join(e.Values, ",") != "kube-system,odaflow" {
+		t.Errorf("namespace selector %+v", e)
+	}
+	if r := wh.Rules[0]; r.Operations[0] != "CREATE" || r.Resources[0] != "pods" {
+		t.Errorf("rules %+v", r)
+	}
+}
+
+// noSecretsManagement is a sidecar.Lister that knows no SecretsManagement.
+type noSecretsManagement struct{}
+
+func (noSecretsManagement) Get(string, string) (sidecar.Entry, bool) { return sidecar.Entry{}, false }
+func (noSecretsManagement) List(string) []sidecar.Entry              { return nil }
+func (noSecretsManagement) HasSynced() bool                          { return true }

@@ -20,6 +20,7 @@ import (
 	vaultapi "github.com/hashicorp/vault/api"
 
 	"github.com/odaflow/odaflow/activities"
+	"github.com/odaflow/odaflow/internal/localstack"
 	"github.com/odaflow/odaflow/secrets"
 )
 
@@ -316,7 +317,7 @@ func TestVaultSealed(t *testing.T) {
 
 // TestOperatorLogsInWithKubernetesAuth runs odaflow as a pod would: no
 // token file, a kubernetes login with its own service account, and only
-// secrets.OperatorPolicyHCL, the least policy it needs.
+// localstack.OperatorPolicyHCL, the least policy it needs.
 func TestOperatorLogsInWithKubernetesAuth(t *testing.T) {
 	ctx := context.Background()
 	sys := env.root.Sys()
@@ -335,7 +336,7 @@ func TestOperatorLogsInWithKubernetesAuth(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sys.PutPolicyWithContext(ctx, "odaflow-operator", secrets.OperatorPolicyHCL(env.cfg.AuthPath)); err != nil {
+	if err := sys.PutPolicyWithContext(ctx, "odaflow-operator", localstack.OperatorPolicyHCL(env.cfg.AuthPath)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.root.Logical().WriteWithContext(ctx, "auth/kubernetes-odaflow/role/odaflow", map[string]any{
@@ -353,7 +354,7 @@ func TestOperatorLogsInWithKubernetesAuth(t *testing.T) {
 	// A fresh auth path too, so that the operator policy must cover
 	// enabling and configuring it.
 	cfg.AuthPath = "kubernetes-sman-op"
-	if err := sys.PutPolicyWithContext(ctx, "odaflow-operator", secrets.OperatorPolicyHCL(cfg.AuthPath)); err != nil {
+	if err := sys.PutPolicyWithContext(ctx, "odaflow-operator", localstack.OperatorPolicyHCL(cfg.AuthPath)); err != nil {
 		t.Fatal(err)
 	}
 	v, err := activities.NewVault(cfg, env.log)

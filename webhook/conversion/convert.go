@@ -49,11 +49,6 @@ var (
 	downgrades = []step{downgradeV1beta3ToV1beta2, downgradeV1beta4ToV1beta3, downgradeV1ToV1beta4}
 )
 
-// SupportedVersions returns the apiVersions Convert accepts, oldest first.
-func SupportedVersions() []string {
-	return append([]string(nil), versions...)
-}
-
 func versionIndex(apiVersion string) int {
 	for i, v := range versions {
 		if v == apiVersion {
@@ -64,7 +59,7 @@ func versionIndex(apiVersion string) int {
 }
 
 // ErrUnsupportedVersion is wrapped by the errors Convert returns for an
-// apiVersion that is not one of SupportedVersions.
+// apiVersion it does not know.
 var ErrUnsupportedVersion = errors.New("unsupported apiVersion")
 
 // Convert returns a copy of the Component obj converted to toAPIVersion. obj is

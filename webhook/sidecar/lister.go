@@ -72,30 +72,3 @@ func entryOf(u *unstructured.Unstructured) Entry {
 	s, err := secrets.ParseSpec(spec)
 	return Entry{Namespace: u.GetNamespace(), Name: u.GetName(), Spec: s, Err: err}
 }
-
-// StaticLister is a fixed Lister (tests, benchmarks).
-type StaticLister []Entry
-
-// Get implements Lister.
-func (s StaticLister) Get(namespace, name string) (Entry, bool) {
-	for _, e := range s {
-		if e.Namespace == namespace && e.Name == name {
-			return e, true
-		}
-	}
-	return Entry{}, false
-}
-
-// List implements Lister.
-func (s StaticLister) List(namespace string) []Entry {
-	var out []Entry
-	for _, e := range s {
-		if e.Namespace == namespace {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
-// HasSynced implements Lister.
-func (StaticLister) HasSynced() bool { return true }
