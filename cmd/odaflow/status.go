@@ -349,7 +349,7 @@ func objectPrinter(output string) (printers.ResourcePrinter, error) {
 		return &printers.NamePrinter{}, nil
 	case "jsonpath", "jsonpath-file":
 		if arg == "" {
-			return nil, fmt.Errorf("-o %s: a template is required, as %s=...", format, format)
+			return nil, fmt.Errorf("-o %s: a template is required, as %s=<template>", format, format)
 		}
 		if format == "jsonpath-file" {
 			b, err := os.ReadFile(arg)
